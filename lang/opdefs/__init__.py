@@ -1,0 +1,3 @@
+"""Declarations of every operator (name, arity, attribute schema, fusion pattern)."""
+
+from . import tensor  # noqa: F401

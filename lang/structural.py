@@ -1,0 +1,507 @@
+"""Structural equality and hashing, up to renaming of bound variables.
+
+`structural_diff(a, b)` compares two expressions, types, patterns or modules and returns
+`None` when they are equal, or a `Mismatch` that says *where* they first differ (a path
+such as `@main.body.let[2].value.args[0]`) and why. `structural_equal` is its boolean form
+and `structural_hash` a hash consistent with it (equal ⇒ same hash).
+
+Rules:
+* Bound variables (let variables, parameters, pattern variables, type parameters) are
+  equal when they are bound at corresponding places; names are irrelevant.
+* Free variables are equal only if they are the same object, unless `map_free_vars`,
+  where they are matched in order of first appearance.
+* Globals, ADTs and constructors are equal by name; operators by identity.
+* Shared subgraphs are compared once (a DAG and its unfolded tree are equal).
+* Every walk is iterative: depth of the program never matters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from attrs import frozen
+
+from .adt import Constructor, TypeData
+from .attrs import Attrs, FuncAttrs
+from .expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    pattern_vars,
+)
+from .module import IRModule
+from .op import Op
+from .traversal import children, post_order
+from .types import (
+    AnyDim,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RefType,
+    ShapeVar,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+)
+
+
+@frozen
+class Mismatch:
+    """Where two structures first differ: a path from the root, a reason and both sides."""
+
+    path: str
+    reason: str
+    lhs: Any
+    rhs: Any
+
+    def __str__(self) -> str:
+        return f"at {self.path or '<root>'}: {self.reason}"
+
+
+class _Comparer:
+    def __init__(self, map_free_vars: bool) -> None:
+        self.map_free_vars = map_free_vars
+        self.forward: dict[int, object] = {}
+        self.backward: dict[int, object] = {}
+        self.done: set[tuple[int, int]] = set()
+        # tasks: (lhs, rhs, frame index); frames: (parent frame, label)
+        self.frames: list[tuple[int, str]] = [(-1, "")]
+        self.stack: list[tuple[object, object, int]] = []
+        self.keep: list[object] = []
+
+    # ------------------------------------------------------------------ helpers
+    def path(self, frame: int) -> str:
+        parts: list[str] = []
+        while frame > 0:
+            parent, label = self.frames[frame]
+            parts.append(label)
+            frame = parent
+        text = ""
+        for label in reversed(parts):
+            text += label if label.startswith("[") or not text else "." + label
+        return text
+
+    def push(self, a: object, b: object, frame: int, label: str) -> None:
+        self.frames.append((frame, label))
+        self.stack.append((a, b, len(self.frames) - 1))
+
+    def bind(self, a: object, b: object) -> bool:
+        """Record that binders `a` and `b` correspond; False if that contradicts a mapping."""
+        fa, fb = self.forward.get(id(a)), self.backward.get(id(b))
+        if fa is None and fb is None:
+            self.forward[id(a)] = b
+            self.backward[id(b)] = a
+            self.keep.extend((a, b))
+            return True
+        return fa is b and fb is a
+
+    def use(self, a: object, b: object) -> bool:
+        """Whether the uses of variables `a` and `b` correspond."""
+        fa = self.forward.get(id(a))
+        if fa is not None:
+            return fa is b
+        if id(b) in self.backward:
+            return False
+        if a is b:
+            return True
+        return self.map_free_vars and self.bind(a, b)
+
+    def bind_var(self, a: Var, b: Var, frame: int, label: str) -> str | None:
+        if not self.bind(a, b):
+            return f"binders {a.name_hint!r} and {b.name_hint!r} do not correspond"
+        self.push_optional_type(a.type_annotation, b.type_annotation, frame, label + ".type")
+        return None
+
+    def push_optional_type(self, a: Type | None, b: Type | None, frame: int, label: str) -> None:
+        if a is None and b is None:
+            return
+        self.push(a, b, frame, label)
+
+    def push_all(self, xs: Any, ys: Any, frame: int, label: str) -> str | None:
+        if len(xs) != len(ys):
+            return f"{label}: {len(xs)} vs {len(ys)} elements"
+        for i in reversed(range(len(xs))):
+            self.push(xs[i], ys[i], frame, f"{label}[{i}]")
+        return None
+
+    # ------------------------------------------------------------------ driver
+    def run(self, a: object, b: object) -> Mismatch | None:
+        self.stack.append((a, b, 0))
+        while self.stack:
+            x, y, frame = self.stack.pop()
+            reason = self.compare(x, y, frame)
+            if reason is not None:
+                return Mismatch(self.path(frame), reason, x, y)
+        return None
+
+    def compare(self, a: object, b: object, frame: int) -> str | None:  # noqa: C901
+        if a is b and not isinstance(a, Var | TypeVar | ShapeVar):
+            return None
+        if type(a) is not type(b):
+            return f"{type(a).__name__} vs {type(b).__name__}"
+        if isinstance(a, Expr) and not isinstance(a, Var):
+            key = (id(a), id(b))
+            if key in self.done:
+                return None
+            self.done.add(key)
+            self.keep.extend((a, b))
+        match a:
+            case Var():
+                if not self.use(a, b):
+                    return f"variable %{a.name_hint} vs %{b.name_hint}"  # type: ignore[attr-defined]
+                if self.forward.get(id(a)) is b and id(a) not in self.done_vars:
+                    self.done_vars.add(id(a))
+                    self.push_optional_type(a.type_annotation, b.type_annotation, frame, "type")  # type: ignore[attr-defined]
+                return None
+            case GlobalVar():
+                return None if a.name_hint == b.name_hint else f"@{a.name_hint} vs @{b.name_hint}"  # type: ignore[attr-defined]
+            case Op():
+                return f"operator {a.name} vs {b.name}"  # identical ops returned above
+            case Constructor():
+                if a.name_hint != b.name_hint:  # type: ignore[attr-defined]
+                    return f"constructor {a.name_hint} vs {b.name_hint}"  # type: ignore[attr-defined]
+                return None
+            case Constant():
+                return _compare_arrays(a.data, b.data)  # type: ignore[attr-defined]
+            case Tuple():
+                return self.push_all(a.fields, b.fields, frame, "fields")  # type: ignore[attr-defined]
+            case TupleGetItem():
+                if a.index != b.index:  # type: ignore[attr-defined]
+                    return f"projection .{a.index} vs .{b.index}"  # type: ignore[attr-defined]
+                self.push(a.tuple_value, b.tuple_value, frame, "tuple")  # type: ignore[attr-defined]
+                return None
+            case Call():
+                if a.attrs != b.attrs:  # type: ignore[attr-defined]
+                    return f"attributes {_attrs_text(a.attrs)} vs {_attrs_text(b.attrs)}"  # type: ignore[attr-defined]
+                reason = self.push_all(a.args, b.args, frame, "args")  # type: ignore[attr-defined]
+                if reason is None:
+                    reason = self.push_all(a.type_args, b.type_args, frame, "type_args")  # type: ignore[attr-defined]
+                self.push(a.op, b.op, frame, "op")  # type: ignore[attr-defined]
+                return reason
+            case Let():
+                reason = self.bind_var(a.var, b.var, frame, "var")  # type: ignore[attr-defined]
+                self.push(a.body, b.body, frame, "body")  # type: ignore[attr-defined]
+                self.push(a.value, b.value, frame, "value")  # type: ignore[attr-defined]
+                return reason
+            case If():
+                self.push(a.false_branch, b.false_branch, frame, "else")  # type: ignore[attr-defined]
+                self.push(a.true_branch, b.true_branch, frame, "then")  # type: ignore[attr-defined]
+                self.push(a.cond, b.cond, frame, "cond")  # type: ignore[attr-defined]
+                return None
+            case Function():
+                return self.compare_function(a, b, frame)  # type: ignore[arg-type]
+            case Match():
+                return self.compare_match(a, b, frame)  # type: ignore[arg-type]
+            case RefCreate():
+                self.push(a.value, b.value, frame, "value")  # type: ignore[attr-defined]
+                return None
+            case RefRead():
+                self.push(a.ref, b.ref, frame, "ref")  # type: ignore[attr-defined]
+                return None
+            case RefWrite():
+                self.push(a.value, b.value, frame, "value")  # type: ignore[attr-defined]
+                self.push(a.ref, b.ref, frame, "ref")  # type: ignore[attr-defined]
+                return None
+            case Type():
+                return self.compare_type(a, b, frame)  # type: ignore[arg-type]
+            case Pattern():
+                return self.compare_pattern(a, b, frame)  # type: ignore[arg-type]
+            case IRModule():
+                return self.compare_module(a, b, frame)  # type: ignore[arg-type]
+            case TypeData():
+                return self.compare_type_data(a, b, frame)  # type: ignore[arg-type]
+            case ShapeVar():
+                return None if self.use(a, b) else f"shape variable {a.name_hint} vs {b.name_hint}"  # type: ignore[attr-defined]
+            case AnyDim():
+                return None
+            case int() | str() | float() | bool() | None:
+                return None if a == b else f"{a!r} vs {b!r}"
+            case Attrs() | FuncAttrs():
+                return None if a == b else f"attributes {a} vs {b}"
+        raise TypeError(f"structural equality: unhandled class {type(a).__name__}")
+
+    done_vars: set[int]
+
+    def compare_function(self, a: Function, b: Function, frame: int) -> str | None:
+        if a.attrs != b.attrs:
+            return f"function attributes {dict(a.attrs.items)} vs {dict(b.attrs.items)}"
+        if len(a.params) != len(b.params):
+            return f"{len(a.params)} vs {len(b.params)} parameters"
+        if len(a.type_params) != len(b.type_params):
+            return f"{len(a.type_params)} vs {len(b.type_params)} type parameters"
+        for x, y in zip(a.type_params, b.type_params):
+            if not self.bind(x, y):
+                return "type parameters do not correspond"
+        self.push(a.body, b.body, frame, "body")
+        self.push_optional_type(a.ret_type, b.ret_type, frame, "ret_type")
+        for i in reversed(range(len(a.params))):
+            reason = self.bind_var(a.params[i], b.params[i], frame, f"params[{i}]")
+            if reason is not None:
+                return reason
+        return None
+
+    def compare_match(self, a: Match, b: Match, frame: int) -> str | None:
+        if a.complete != b.complete:
+            return "match vs match?"
+        if len(a.clauses) != len(b.clauses):
+            return f"{len(a.clauses)} vs {len(b.clauses)} clauses"
+        for i in reversed(range(len(a.clauses))):
+            ca, cb = a.clauses[i], b.clauses[i]
+            self.push(ca.rhs, cb.rhs, frame, f"clauses[{i}].rhs")
+            self.push(ca.lhs, cb.lhs, frame, f"clauses[{i}].lhs")
+        self.push(a.data, b.data, frame, "data")
+        return None
+
+    def compare_pattern(self, a: Pattern, b: Pattern, frame: int) -> str | None:
+        match a:
+            case PatternWildcard():
+                return None
+            case PatternVar():
+                return self.bind_var(a.var, b.var, frame, "var")  # type: ignore[attr-defined]
+            case PatternConstructor():
+                if a.constructor.name_hint != b.constructor.name_hint:  # type: ignore[attr-defined]
+                    return f"constructor {a.constructor.name_hint} vs {b.constructor.name_hint}"  # type: ignore[attr-defined]
+                return self.push_all(a.patterns, b.patterns, frame, "patterns")  # type: ignore[attr-defined]
+            case PatternTuple():
+                return self.push_all(a.patterns, b.patterns, frame, "patterns")  # type: ignore[attr-defined]
+        raise TypeError(f"structural equality: unhandled pattern {type(a).__name__}")
+
+    def compare_type(self, a: Type, b: Type, frame: int) -> str | None:
+        match a:
+            case TensorType():
+                if a.dtype != b.dtype:  # type: ignore[attr-defined]
+                    return f"dtype {a.dtype} vs {b.dtype}"  # type: ignore[attr-defined]
+                if len(a.shape) != len(b.shape):  # type: ignore[attr-defined]
+                    return f"rank {len(a.shape)} vs {len(b.shape)}"  # type: ignore[attr-defined]
+                for i, (x, y) in enumerate(zip(a.shape, b.shape)):  # type: ignore[attr-defined]
+                    if type(x) is not type(y) or (isinstance(x, int) and x != y):
+                        return f"dimension {i}: {x!r} vs {y!r}"
+                    if isinstance(x, ShapeVar) and not self.use(x, y):
+                        return f"dimension {i}: shape variable {x.name_hint} vs {y.name_hint}"  # type: ignore[union-attr]
+                return None
+            case TupleType():
+                return self.push_all(a.fields, b.fields, frame, "fields")  # type: ignore[attr-defined]
+            case FuncType():
+                if len(a.type_params) != len(b.type_params):  # type: ignore[attr-defined]
+                    return "different numbers of type parameters"
+                for x, y in zip(a.type_params, b.type_params):  # type: ignore[attr-defined]
+                    if not self.bind(x, y):
+                        return "type parameters do not correspond"
+                self.push(a.ret_type, b.ret_type, frame, "ret_type")  # type: ignore[attr-defined]
+                return self.push_all(a.arg_types, b.arg_types, frame, "arg_types")  # type: ignore[attr-defined]
+            case TypeVar():
+                return None if self.use(a, b) else f"type variable {a.name_hint} vs {b.name_hint}"  # type: ignore[attr-defined]
+            case GlobalTypeVar():
+                return None if a.name_hint == b.name_hint else f"type {a.name_hint} vs {b.name_hint}"  # type: ignore[attr-defined]
+            case TypeCall():
+                self.push(a.func, b.func, frame, "func")  # type: ignore[attr-defined]
+                return self.push_all(a.args, b.args, frame, "args")  # type: ignore[attr-defined]
+            case RefType():
+                self.push(a.value, b.value, frame, "value")  # type: ignore[attr-defined]
+                return None
+            case IncompleteType():
+                return None
+        raise TypeError(f"structural equality: unhandled type {type(a).__name__}")
+
+    def compare_type_data(self, a: TypeData, b: TypeData, frame: int) -> str | None:
+        if a.header.name_hint != b.header.name_hint:
+            return f"type {a.header.name_hint} vs {b.header.name_hint}"
+        if len(a.type_vars) != len(b.type_vars):
+            return "different numbers of type parameters"
+        for x, y in zip(a.type_vars, b.type_vars):
+            if not self.bind(x, y):
+                return "type parameters do not correspond"
+        if len(a.constructors) != len(b.constructors):
+            return f"{len(a.constructors)} vs {len(b.constructors)} constructors"
+        for i in reversed(range(len(a.constructors))):
+            ca, cb = a.constructors[i], b.constructors[i]
+            if ca.name_hint != cb.name_hint:
+                return f"constructor {ca.name_hint} vs {cb.name_hint}"
+            reason = self.push_all(ca.inputs, cb.inputs, frame, f"{ca.name_hint}")
+            if reason is not None:
+                return reason
+        return None
+
+    def compare_module(self, a: IRModule, b: IRModule, frame: int) -> str | None:
+        a_types = {g.name_hint: d for g, d in a.type_definitions.items()}
+        b_types = {g.name_hint: d for g, d in b.type_definitions.items()}
+        if set(a_types) != set(b_types):
+            return f"type definitions {sorted(a_types)} vs {sorted(b_types)}"
+        a_funcs = {g.name_hint: f for g, f in a.functions.items()}
+        b_funcs = {g.name_hint: f for g, f in b.functions.items()}
+        if set(a_funcs) != set(b_funcs):
+            return f"global functions {sorted(a_funcs)} vs {sorted(b_funcs)}"
+        for name in sorted(a_funcs, reverse=True):
+            self.push(a_funcs[name], b_funcs[name], frame, f"@{name}")
+        for name in sorted(a_types, reverse=True):
+            self.push(a_types[name], b_types[name], frame, name)
+        return None
+
+
+def _attrs_text(attrs: Attrs | None) -> str:
+    return "{}" if attrs is None else str(dict(attrs.non_default_items()))
+
+
+def _compare_arrays(a: np.ndarray, b: np.ndarray) -> str | None:
+    if a.dtype != b.dtype:
+        return f"constant dtype {a.dtype} vs {b.dtype}"
+    if a.shape != b.shape:
+        return f"constant shape {a.shape} vs {b.shape}"
+    if a.tobytes() != b.tobytes():
+        return "constant values differ"
+    return None
+
+
+def structural_diff(a: object, b: object, map_free_vars: bool = False) -> Mismatch | None:
+    """None if `a` and `b` are equal up to renaming of bound variables, else where they differ."""
+    comparer = _Comparer(map_free_vars)
+    comparer.done_vars = set()
+    return comparer.run(a, b)
+
+
+def structural_equal(a: object, b: object, map_free_vars: bool = False) -> bool:
+    """Whether `a` and `b` are equal up to renaming of bound variables."""
+    return structural_diff(a, b, map_free_vars) is None
+
+
+def assert_structural_equal(a: object, b: object, map_free_vars: bool = False) -> None:
+    """Raise AssertionError naming the first difference unless `a` and `b` are equal."""
+    mismatch = structural_diff(a, b, map_free_vars)
+    if mismatch is not None:
+        raise AssertionError(f"structures differ {mismatch}")
+
+
+# ------------------------------------------------------------------------------ hashing
+
+
+def _h(*parts: object) -> int:
+    return hash(parts)
+
+
+class _Hasher:
+    """Context-free hashes: each node's hash depends only on the subtree below it."""
+
+    def __init__(self) -> None:
+        self.binder_tags: dict[int, int] = {}
+        self.memo: dict[int, int] = {}
+
+    def tag_binders(self, root: Expr) -> None:
+        tags = self.binder_tags
+        for node in post_order(root):
+            if isinstance(node, Function):
+                for i, p in enumerate(node.params):
+                    tags[id(p)] = _h("param", i)
+                for i, t in enumerate(node.type_params):
+                    tags[id(t)] = _h("tparam", i)
+            elif isinstance(node, Let):
+                tags[id(node.var)] = _h("let")
+            elif isinstance(node, Match):
+                for clause in node.clauses:
+                    for i, v in enumerate(pattern_vars(clause.lhs)):
+                        tags[id(v)] = _h("pvar", i)
+
+    def type_hash(self, t: object) -> int:
+        match t:
+            case None:
+                return 0
+            case TensorType():
+                dims = tuple(d if isinstance(d, int) else type(d).__name__ for d in t.shape)
+                return _h("T", dims, t.dtype)
+            case TupleType():
+                return _h("TT", *(self.type_hash(f) for f in t.fields))
+            case FuncType():
+                for i, p in enumerate(t.type_params):
+                    self.binder_tags.setdefault(id(p), _h("tparam", i))
+                return _h(
+                    "FT", self.type_hash(t.ret_type), *(self.type_hash(a) for a in t.arg_types)
+                )
+            case TypeVar():
+                return _h("TV", self.binder_tags.get(id(t), 1))
+            case GlobalTypeVar():
+                return _h("GTV", t.name_hint)
+            case TypeCall():
+                return _h("TC", t.func.name_hint, *(self.type_hash(a) for a in t.args))
+            case RefType():
+                return _h("RT", self.type_hash(t.value))
+            case IncompleteType():
+                return _h("IT")
+        raise TypeError(f"structural hash: unhandled type {type(t).__name__}")
+
+    def local(self, node: Expr) -> int:
+        match node:
+            case Var():
+                return _h("var", self.binder_tags.get(id(node), 7), self.type_hash(node.type_annotation))
+            case GlobalVar():
+                return _h("gv", node.name_hint)
+            case Op():
+                return _h("op", node.name)
+            case Constructor():
+                return _h("ctor", node.name_hint)
+            case Constant():
+                return _h("const", node.data.dtype.str, node.data.shape, node.data.tobytes())
+            case TupleGetItem():
+                return _h("proj", node.index)
+            case Call():
+                return _h("call", node.attrs, *(self.type_hash(t) for t in node.type_args))
+            case Function():
+                return _h("fn", node.attrs, self.type_hash(node.ret_type), len(node.type_params))
+            case Match():
+                return _h("match", node.complete, *(self.pattern_hash(c.lhs) for c in node.clauses))
+        return _h(type(node).__name__)
+
+    def pattern_hash(self, p: Pattern) -> int:
+        match p:
+            case PatternConstructor():
+                return _h("pc", p.constructor.name_hint, *(self.pattern_hash(q) for q in p.patterns))
+            case PatternTuple():
+                return _h("pt", *(self.pattern_hash(q) for q in p.patterns))
+        return _h(type(p).__name__)
+
+    def expr_hash(self, root: Expr) -> int:
+        self.tag_binders(root)
+        memo = self.memo
+        for node in post_order(root):
+            memo[id(node)] = _h(self.local(node), *(memo[id(c)] for c in children(node)))
+        return memo[id(root)]
+
+
+def structural_hash(node: object) -> int:
+    """A hash consistent with `structural_equal` (with or without `map_free_vars`)."""
+    hasher = _Hasher()
+    match node:
+        case Expr():
+            return hasher.expr_hash(node)
+        case Type():
+            return hasher.type_hash(node)
+        case IRModule():
+            parts = [_h("fn", g.name_hint, hasher.expr_hash(f)) for g, f in node.functions.items()]
+            for g, d in node.type_definitions.items():
+                for i, tv in enumerate(d.type_vars):
+                    hasher.binder_tags[id(tv)] = _h("tparam", i)
+                ctors = tuple(
+                    (c.name_hint, *(hasher.type_hash(t) for t in c.inputs)) for c in d.constructors
+                )
+                parts.append(_h("type", g.name_hint, ctors))
+            return _h("module", *sorted(parts))
+        case Pattern():
+            return hasher.pattern_hash(node)
+    raise TypeError(f"structural hash: unhandled class {type(node).__name__}")

@@ -1,0 +1,228 @@
+"""Generic traversal of expressions: children, rebuilding, post-order, visitors, mutators.
+
+Every walk here is iterative (an explicit stack) and memoized on node identity, so a
+100,000-binding let chain or a 10,000-deep nested call is handled with Python's default
+recursion limit, and a shared subgraph is visited once.
+
+The two tables `_CHILDREN` and `_REBUILD` are the only place that knows the shape of each
+node class; everything else (visitors, mutators, free variables, the printer's use
+counts) is written against `children` / `with_children`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from .adt import Constructor
+from .expr import (
+    Call,
+    Clause,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    pattern_vars,
+    replace_pattern_vars,
+)
+from .op import Op
+
+
+def _match_children(m: Match) -> tuple[Expr, ...]:
+    out: list[Expr] = [m.data]
+    for clause in m.clauses:
+        out.extend(pattern_vars(clause.lhs))
+        out.append(clause.rhs)
+    return tuple(out)
+
+
+def _rebuild_match(m: Match, new: Sequence[Expr]) -> Match:
+    data = new[0]
+    position = 1
+    clauses: list[Clause] = []
+    for clause in m.clauses:
+        old_vars = pattern_vars(clause.lhs)
+        new_vars = new[position : position + len(old_vars)]
+        position += len(old_vars)
+        rhs = new[position]
+        position += 1
+        mapping = {o: n for o, n in zip(old_vars, new_vars) if o is not n}
+        lhs = replace_pattern_vars(clause.lhs, mapping) if mapping else clause.lhs  # type: ignore[arg-type]
+        if lhs is clause.lhs and rhs is clause.rhs:
+            clauses.append(clause)
+        else:
+            clauses.append(Clause(lhs, rhs))
+    if data is m.data and all(a is b for a, b in zip(clauses, m.clauses)):
+        return m
+    return m.replace(data=data, clauses=tuple(clauses))
+
+
+_LEAF: Callable[[Expr], tuple[Expr, ...]] = lambda e: ()  # noqa: E731
+
+_CHILDREN: dict[type, Callable[[Expr], tuple[Expr, ...]]] = {
+    Var: _LEAF,
+    GlobalVar: _LEAF,
+    Constant: _LEAF,
+    Op: _LEAF,
+    Constructor: _LEAF,
+    Tuple: lambda e: e.fields,  # type: ignore[attr-defined]
+    TupleGetItem: lambda e: (e.tuple_value,),  # type: ignore[attr-defined]
+    Call: lambda e: (e.op, *e.args),  # type: ignore[attr-defined]
+    Let: lambda e: (e.var, e.value, e.body),  # type: ignore[attr-defined]
+    If: lambda e: (e.cond, e.true_branch, e.false_branch),  # type: ignore[attr-defined]
+    Function: lambda e: (*e.params, e.body),  # type: ignore[attr-defined]
+    Match: _match_children,  # type: ignore[dict-item]
+    RefCreate: lambda e: (e.value,),  # type: ignore[attr-defined]
+    RefRead: lambda e: (e.ref,),  # type: ignore[attr-defined]
+    RefWrite: lambda e: (e.ref, e.value),  # type: ignore[attr-defined]
+}
+
+_REBUILD: dict[type, Callable[[Expr, Sequence[Expr]], Expr]] = {
+    Tuple: lambda e, c: e.replace(fields=tuple(c)) if any(a is not b for a, b in zip(c, e.fields)) else e,  # type: ignore[attr-defined]
+    TupleGetItem: lambda e, c: e.replace(tuple_value=c[0]),
+    Call: lambda e, c: e.replace(op=c[0], args=tuple(c[1:]))
+    if any(a is not b for a, b in zip(c, (e.op, *e.args)))  # type: ignore[attr-defined]
+    else e,
+    Let: lambda e, c: e.replace(var=c[0], value=c[1], body=c[2]),
+    If: lambda e, c: e.replace(cond=c[0], true_branch=c[1], false_branch=c[2]),
+    Function: lambda e, c: e.replace(params=tuple(c[:-1]), body=c[-1])
+    if any(a is not b for a, b in zip(c, (*e.params, e.body)))  # type: ignore[attr-defined]
+    else e,
+    Match: _rebuild_match,  # type: ignore[dict-item]
+    RefCreate: lambda e, c: e.replace(value=c[0]),
+    RefRead: lambda e, c: e.replace(ref=c[0]),
+    RefWrite: lambda e, c: e.replace(ref=c[0], value=c[1]),
+}
+
+
+def _lookup(table: dict, node: Expr, what: str):  # type: ignore[no-untyped-def, type-arg]
+    try:
+        return table[type(node)]
+    except KeyError:
+        for cls in type(node).__mro__:
+            if cls in table:
+                table[type(node)] = table[cls]
+                return table[cls]
+        raise TypeError(f"{what}: unhandled node class {type(node).__name__}") from None
+
+
+def children(node: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of `node`, binders (let variables, parameters) included."""
+    return _lookup(_CHILDREN, node, "children")(node)  # type: ignore[no-any-return]
+
+
+def with_children(node: Expr, new_children: Sequence[Expr]) -> Expr:
+    """`node` rebuilt with `new_children` (in `children` order); `node` itself if unchanged."""
+    if not new_children:
+        return node
+    return _lookup(_REBUILD, node, "with_children")(node, new_children)  # type: ignore[no-any-return]
+
+
+def post_order(root: Expr) -> Iterator[Expr]:
+    """Every node reachable from `root`, children before parents, each exactly once."""
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            yield node
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        kids = children(node)
+        for child in reversed(kids):
+            if id(child) not in seen:
+                stack.append((child, False))
+
+
+def pre_order(root: Expr) -> Iterator[Expr]:
+    """Every node reachable from `root`, parents before children, each exactly once."""
+    seen: set[int] = set()
+    stack: list[Expr] = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(reversed(children(node)))
+
+
+class ExprVisitor:
+    """Calls `visit_<Class>(node)` for every node once, children first.
+
+    Subclasses define only the methods they care about; `generic_visit` is called for the
+    others.
+    """
+
+    def visit(self, root: Expr) -> None:
+        """Visit every node reachable from `root`."""
+        for node in post_order(root):
+            method = getattr(self, "visit_" + type(node).__name__, None)
+            if method is None:
+                self.generic_visit(node)
+            else:
+                method(node)
+
+    def generic_visit(self, node: Expr) -> None:
+        """Called for nodes without a `visit_<Class>` method; does nothing by default."""
+
+
+class ExprMutator:
+    """Rebuilds an expression bottom-up, calling `visit_<Class>(node)` on each rebuilt node.
+
+    When `visit_Call` (say) is called, the call's children have already been rewritten and
+    the call rebuilt with them; the method returns the replacement (or the node itself).
+    Results are memoized by identity, so shared subgraphs stay shared and a variable is
+    replaced consistently at its binding site and all its uses.
+    """
+
+    def __init__(self) -> None:
+        self.memo: dict[int, Expr] = {}
+        self._keep: list[Expr] = []
+
+    def visit(self, root: Expr) -> Expr:
+        """The rewritten `root`."""
+        memo = self.memo
+        for node in post_order(root):
+            if id(node) in memo:
+                continue
+            kids = children(node)
+            rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
+            method = getattr(self, "visit_" + type(node).__name__, None)
+            result = rebuilt if method is None else method(rebuilt)
+            memo[id(node)] = result
+            self._keep.append(node)  # keeps ids in `memo` valid while we run
+        return memo[id(root)]
+
+
+def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Expr | None]) -> Expr:
+    """Rebuild `root` bottom-up; `rewrite(node)` returns a replacement or None for no change."""
+
+    class _Fn(ExprMutator):
+        pass
+
+    mutator = _Fn()
+    memo = mutator.memo
+    for node in post_order(root):
+        kids = children(node)
+        rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
+        result = rewrite(rebuilt)
+        memo[id(node)] = rebuilt if result is None else result
+        mutator._keep.append(node)
+    return memo[id(root)]
+
+
+def substitute(root: Expr, mapping: dict[Var, Expr]) -> Expr:
+    """`root` with every occurrence of the variables in `mapping` replaced."""
+    return rewrite_post_order(root, lambda e: mapping.get(e) if isinstance(e, Var) else None)  # type: ignore[call-overload]
