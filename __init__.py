@@ -1,1 +1,55 @@
-"""relay: test."""
+"""relay: a statically typed functional IR for deep learning, compiled to native CPU code.
+
+The public API:
+
+* `relay.parse(text)`, `relay.parse_expr(text)`, `relay.parse_file(path)` — the Relay text
+  format (version 0.0.5) to an `IRModule` / expression.
+* `IRModule.astext()` and `relay.print_expr(expr)` — back to canonical text.
+* The IR nodes (`relay.Var`, `relay.Call`, `relay.Function`, `relay.TensorType`, ...) and
+  `relay.structural_equal` / `relay.structural_hash`.
+* `relay.Error` — the base of every diagnosed user error.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from .lang import *  # noqa: F403
+from .lang import Error, Expr, IRModule
+
+if TYPE_CHECKING:
+    from .lang.types import Type
+
+__version__ = "0.1.0"
+
+
+def parse(text: str, source_name: str = "<string>") -> IRModule:
+    """Parse a module in the Relay text format (version 0.0.5)."""
+    from .grammar import parse as _parse
+
+    return _parse(text, source_name)
+
+
+def parse_expr(text: str, source_name: str = "<string>") -> Expr:
+    """Parse a single expression in the Relay text format."""
+    from .grammar import parse_expr as _parse_expr
+
+    return _parse_expr(text, source_name)
+
+
+def parse_file(path: str | os.PathLike[str]) -> IRModule:
+    """Parse a `.relay` file; diagnostics name the file as given."""
+    from .grammar import parse_file as _parse_file
+
+    return _parse_file(path)
+
+
+def print_expr(expr: Expr, types: dict[Expr, Type] | None = None) -> str:
+    """An expression as text (free variables declared with `free_var`)."""
+    from .lang.printer import print_expr as _print_expr
+
+    return _print_expr(expr, types)
+
+
+__all__ = ["Error", "IRModule", "parse", "parse_expr", "parse_file", "print_expr"]

@@ -116,6 +116,8 @@ class AttrField:
     def coerce(self, value: object) -> object:
         """The normalized value, or ValueError."""
         if value is None:
+            if self.kind is Kind.DTYPE and self.default == "":
+                return ""  # a null DataType means "same as the input", spelled ""
             if self.optional:
                 return None
             raise ValueError(f"expected {self.kind.value}, got None")

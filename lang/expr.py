@@ -44,8 +44,6 @@ class Expr:
         return attrs.evolve(self, **changes)  # type: ignore[misc]
 
 
-
-
 @_node
 class Var(Expr):
     """A local variable; the object is its identity, `name_hint` only a printing hint."""
@@ -99,7 +97,9 @@ def const(value: object, dtype: str | None = None) -> Constant:
     if isinstance(value, bool):
         return Constant(np.asarray(value, dtype=np.bool_))
     if isinstance(value, int):
-        return Constant(np.asarray(value, dtype=np.int32 if -(2**31) <= value < 2**31 else np.int64))
+        return Constant(
+            np.asarray(value, dtype=np.int32 if -(2**31) <= value < 2**31 else np.int64)
+        )
     if isinstance(value, float):
         return Constant(np.asarray(value, dtype=np.float32))
     return Constant(np.asarray(value))

@@ -23,6 +23,4 @@ def bound_vars(root: Expr) -> list[Var]:
 def free_vars(root: Expr) -> list[Var]:
     """Variables used in `root` but not bound in it, in order of first appearance."""
     bound = {id(v) for v in bound_vars(root)}
-    return [
-        node for node in post_order(root) if isinstance(node, Var) and id(node) not in bound
-    ]
+    return [node for node in post_order(root) if isinstance(node, Var) and id(node) not in bound]

@@ -26,9 +26,7 @@ class IRModule:
     """
 
     functions: Mapping[GlobalVar, Function] = field(factory=dict, converter=_freeze_map)
-    type_definitions: Mapping[GlobalTypeVar, TypeData] = field(
-        factory=dict, converter=_freeze_map
-    )
+    type_definitions: Mapping[GlobalTypeVar, TypeData] = field(factory=dict, converter=_freeze_map)
 
     @staticmethod
     def from_expr(expr: Expr, name: str = "main") -> IRModule:

@@ -153,7 +153,7 @@ class _Comparer:
                 return Mismatch(self.path(frame), reason, x, y)
         return None
 
-    def compare(self, a: object, b: object, frame: int) -> str | None:  # noqa: C901
+    def compare(self, a: object, b: object, frame: int) -> str | None:
         if a is b and not isinstance(a, Var | TypeVar | ShapeVar):
             return None
         if type(a) is not type(b):
@@ -311,7 +311,9 @@ class _Comparer:
             case TypeVar():
                 return None if self.use(a, b) else f"type variable {a.name_hint} vs {b.name_hint}"  # type: ignore[attr-defined]
             case GlobalTypeVar():
-                return None if a.name_hint == b.name_hint else f"type {a.name_hint} vs {b.name_hint}"  # type: ignore[attr-defined]
+                return (
+                    None if a.name_hint == b.name_hint else f"type {a.name_hint} vs {b.name_hint}"
+                )  # type: ignore[attr-defined]
             case TypeCall():
                 self.push(a.func, b.func, frame, "func")  # type: ignore[attr-defined]
                 return self.push_all(a.args, b.args, frame, "args")  # type: ignore[attr-defined]
@@ -449,7 +451,9 @@ class _Hasher:
     def local(self, node: Expr) -> int:
         match node:
             case Var():
-                return _h("var", self.binder_tags.get(id(node), 7), self.type_hash(node.type_annotation))
+                return _h(
+                    "var", self.binder_tags.get(id(node), 7), self.type_hash(node.type_annotation)
+                )
             case GlobalVar():
                 return _h("gv", node.name_hint)
             case Op():
@@ -471,7 +475,9 @@ class _Hasher:
     def pattern_hash(self, p: Pattern) -> int:
         match p:
             case PatternConstructor():
-                return _h("pc", p.constructor.name_hint, *(self.pattern_hash(q) for q in p.patterns))
+                return _h(
+                    "pc", p.constructor.name_hint, *(self.pattern_hash(q) for q in p.patterns)
+                )
             case PatternTuple():
                 return _h("pt", *(self.pattern_hash(q) for q in p.patterns))
         return _h(type(p).__name__)

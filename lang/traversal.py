@@ -86,16 +86,22 @@ _CHILDREN: dict[type, Callable[[Expr], tuple[Expr, ...]]] = {
 }
 
 _REBUILD: dict[type, Callable[[Expr, Sequence[Expr]], Expr]] = {
-    Tuple: lambda e, c: e.replace(fields=tuple(c)) if any(a is not b for a, b in zip(c, e.fields)) else e,  # type: ignore[attr-defined]
+    Tuple: lambda e, c: (
+        e.replace(fields=tuple(c)) if any(a is not b for a, b in zip(c, e.fields)) else e
+    ),  # type: ignore[attr-defined]
     TupleGetItem: lambda e, c: e.replace(tuple_value=c[0]),
-    Call: lambda e, c: e.replace(op=c[0], args=tuple(c[1:]))
-    if any(a is not b for a, b in zip(c, (e.op, *e.args)))  # type: ignore[attr-defined]
-    else e,
+    Call: lambda e, c: (
+        e.replace(op=c[0], args=tuple(c[1:]))
+        if any(a is not b for a, b in zip(c, (e.op, *e.args)))  # type: ignore[attr-defined]
+        else e
+    ),
     Let: lambda e, c: e.replace(var=c[0], value=c[1], body=c[2]),
     If: lambda e, c: e.replace(cond=c[0], true_branch=c[1], false_branch=c[2]),
-    Function: lambda e, c: e.replace(params=tuple(c[:-1]), body=c[-1])
-    if any(a is not b for a, b in zip(c, (*e.params, e.body)))  # type: ignore[attr-defined]
-    else e,
+    Function: lambda e, c: (
+        e.replace(params=tuple(c[:-1]), body=c[-1])
+        if any(a is not b for a, b in zip(c, (*e.params, e.body)))  # type: ignore[attr-defined]
+        else e
+    ),
     Match: _rebuild_match,  # type: ignore[dict-item]
     RefCreate: lambda e, c: e.replace(value=c[0]),
     RefRead: lambda e, c: e.replace(ref=c[0]),

@@ -8,8 +8,6 @@ parameters), `GlobalTypeVar` (the name of an ADT), `ShapeVar` (a symbolic dimens
 
 from __future__ import annotations
 
-from typing import Union
-
 from attrs import define, field, frozen
 
 from .dtype import normalize_dtype
@@ -39,7 +37,7 @@ class AnyDim:
 
 ANY = AnyDim()
 
-Dim = Union[int, ShapeVar, AnyDim]
+Dim = int | ShapeVar | AnyDim
 
 
 def _to_shape(dims: object) -> tuple[Dim, ...]:

@@ -1,0 +1,162 @@
+"""The `relay` command line: `relay check FILE`, `relay fmt FILE`.
+
+Exit status: 0 on success, 1 on a diagnosed user error (message on stderr), 2 on bad
+usage, 3 on an internal error (a bug: please report it; set RELAY_DEBUG=1 for the
+traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from .lang.diagnostics import Error
+
+EXIT_OK, EXIT_USER_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class _UsageError(Exception):
+    """Bad command-line usage detected after argument parsing."""
+
+
+def _read_source(path: str) -> tuple[str, str]:
+    """The text of `path` ('-' is standard input) and the name diagnostics use for it."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(), path
+    except FileNotFoundError:
+        raise Error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise Error(f"{path}: is a directory, not a .relay file") from None
+    except UnicodeDecodeError as exc:
+        raise Error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise Error(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _parse_module(path: str):  # type: ignore[no-untyped-def]
+    from .grammar import parse
+
+    text, name = _read_source(path)
+    return parse(text, name), text
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Parse (and, where available, type-check) a file; print each global's signature."""
+    module, _ = _parse_module(args.file)
+    from .lang.printer import print_type
+
+    signatures = _global_signatures(module)
+    for name in sorted(signatures):
+        print(f"@{name}: {print_type(signatures[name]) if signatures[name] else 'fn'}")
+    for adt in sorted(g.name_hint for g in module.type_definitions):
+        print(f"type {adt}")
+    print(f"{args.file}: ok", file=sys.stderr)
+    return EXIT_OK
+
+
+def _global_signatures(module):  # type: ignore[no-untyped-def]
+    """Each global's type: inferred when the type checker is available, else annotated."""
+    try:
+        from .typecheck import check_module
+    except ImportError:
+        check_module = None
+    if check_module is not None:
+        types = check_module(module)
+        for warning in types.warnings:
+            print(warning.render(), file=sys.stderr)
+        return dict(types.global_types)
+    from .lang.types import FuncType
+
+    result = {}
+    for gv, fn in module.functions.items():
+        annotated = all(p.type_annotation is not None for p in fn.params) and fn.ret_type
+        result[gv.name_hint] = (
+            FuncType([p.type_annotation for p in fn.params], fn.ret_type, fn.type_params)
+            if annotated
+            else None
+        )
+    return result
+
+
+def cmd_fmt(args: argparse.Namespace) -> int:
+    """Print the canonical form of a file (or check / rewrite it in place)."""
+    module, original = _parse_module(args.file)
+    text = module.astext()
+    if args.check:
+        if text != original:
+            print(f"{args.file}: not in canonical form", file=sys.stderr)
+            return EXIT_USER_ERROR
+        return EXIT_OK
+    if args.in_place:
+        if args.file == "-":
+            raise _UsageError("--in-place needs a file, not standard input")
+        with open(args.file, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return EXIT_OK
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `relay` program."""
+    parser = argparse.ArgumentParser(
+        prog="relay",
+        description="Relay: parse, check, format, optimize and run .relay programs.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    check = commands.add_parser(
+        "check", help="parse and type-check a file, print the type of each global"
+    )
+    check.add_argument("file", help="a .relay file ('-' for standard input)")
+    check.set_defaults(run=cmd_check)
+
+    fmt = commands.add_parser("fmt", help="print a file in canonical form")
+    fmt.add_argument("file", help="a .relay file ('-' for standard input)")
+    mode = fmt.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--check", action="store_true", help="exit 1 if the file is not in canonical form"
+    )
+    mode.add_argument("-i", "--in-place", action="store_true", help="rewrite the file")
+    fmt.set_defaults(run=cmd_fmt)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except Error as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_USER_ERROR
+    except _UsageError as error:
+        parser.error(str(error))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as error:  # a bug in relay, not in the user's input
+        if os.environ.get("RELAY_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"internal error: {type(error).__name__}: {error}\n"
+            "This is a bug in relay; set RELAY_DEBUG=1 to see the traceback.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
