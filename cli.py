@@ -1,4 +1,4 @@
-"""The `relay` command line: `relay check FILE`, `relay fmt FILE`.
+"""The `relay` command line: `relay check FILE`, `relay fmt FILE`, `relay run FILE`.
 
 Exit status: 0 on success, 1 on a diagnosed user error (message on stderr), 2 on bad
 usage, 3 on an internal error (a bug: please report it; set RELAY_DEBUG=1 for the
@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .lang.diagnostics import Error
 
@@ -103,6 +104,46 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run `@main` on inputs from `--inputs` (the rest seeded random), print and save the result."""
+    import time
+
+    import numpy as np
+
+    from .runio import complete_inputs, flatten_outputs, load_inputs
+
+    module, _ = _parse_module(args.file)
+    _global_signatures(module)  # type-check first: errors are reported before running
+    if "main" not in module:
+        raise Error(f"{args.file}: the module has no @main function to run")
+    given = load_inputs(args.inputs) if args.inputs else {}
+    inputs: dict[str, Any] = complete_inputs(module["main"], given, seed=args.seed)
+    if args.target == "llvm":
+        raise Error(
+            "target `llvm` is not available yet: native code generation is not built; "
+            "run with --target interp"
+        )
+    from .backend.runtime import format_value, interpret
+
+    start = time.perf_counter()
+    result = interpret(module, **inputs)
+    elapsed = time.perf_counter() - start
+    timings = [elapsed]
+    for _ in range(max(0, args.repeat - 1) if args.bench else 0):
+        start = time.perf_counter()
+        interpret(module, **inputs)
+        timings.append(time.perf_counter() - start)
+    outputs = flatten_outputs(result)
+    for key, array in outputs.items():
+        print(f"{key}: {format_value(array)}")
+    median = float(np.median(timings)) * 1e3
+    runs = f" (median of {len(timings)} runs)" if len(timings) > 1 else ""
+    print(f"time: {median:.2f} ms{runs}, target {args.target}")
+    if args.output:
+        np.savez(args.output, **outputs)  # type: ignore[arg-type]
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `relay` program."""
     parser = argparse.ArgumentParser(
@@ -126,6 +167,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode.add_argument("-i", "--in-place", action="store_true", help="rewrite the file")
     fmt.set_defaults(run=cmd_fmt)
+
+    run = commands.add_parser("run", help="run @main on inputs and print the result")
+    run.add_argument("file", help="a .relay file ('-' for standard input)")
+    run.add_argument(
+        "--inputs", metavar="X.npz", help="inputs by parameter name (missing ones: random)"
+    )
+    run.add_argument("--output", metavar="Y.npz", help="write the result (`out` or `out0`...)")
+    run.add_argument("--target", choices=["llvm", "interp"], default="llvm")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument(
+        "--bench", action="store_true", help="run repeatedly and print the median time"
+    )
+    run.add_argument(
+        "--repeat", type=int, default=10, metavar="N", help="runs for --bench (default 10)"
+    )
+    run.set_defaults(run=cmd_run)
     return parser
 
 

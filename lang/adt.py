@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from attrs import define, field, frozen
 
 from .expr import Expr
 from .span import Span
-from .types import GlobalTypeVar, Type, TypeVar
+from .types import GlobalTypeVar, Type, TypeVar, _type_vars, _types
 
 
 @define(frozen=True, eq=False, slots=True)
@@ -17,10 +19,14 @@ class Constructor(Expr):
     """
 
     name_hint: str
-    inputs: tuple[Type, ...] = field(converter=tuple)
+    inputs: tuple[Type, ...] = field(converter=_types)
     belong_to: GlobalTypeVar
     tag: int = 0
     span: Span | None = field(default=None, kw_only=True, repr=False)
+
+
+def _constructors(items: Iterable[Constructor]) -> tuple[Constructor, ...]:
+    return tuple(items)
 
 
 @frozen
@@ -28,8 +34,8 @@ class TypeData:
     """An ADT definition: `type List[A] { Cons(A, List[A]), Nil }`."""
 
     header: GlobalTypeVar
-    type_vars: tuple[TypeVar, ...] = field(converter=tuple)
-    constructors: tuple[Constructor, ...] = field(converter=tuple)
+    type_vars: tuple[TypeVar, ...] = field(converter=_type_vars)
+    constructors: tuple[Constructor, ...] = field(converter=_constructors)
     span: Span | None = field(default=None, kw_only=True, eq=False, repr=False)
 
     def constructor(self, name: str) -> Constructor | None:

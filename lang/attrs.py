@@ -12,7 +12,7 @@ Function attributes (`Primitive=1`, `Composite="..."`) are free-form: `FuncAttrs
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from attrs import field, frozen
@@ -58,7 +58,7 @@ def _coerce(kind: Kind, value: object) -> object:
     """Normalize `value` for `kind`, or raise ValueError with what was expected."""
     if kind is Kind.INT:
         if _is_int(value) or isinstance(value, bool):
-            return int(value)  # type: ignore[arg-type]
+            return int(value)  # type: ignore[call-overload]
     elif kind is Kind.FLOAT:
         if isinstance(value, int | float):
             return float(value)
@@ -124,12 +124,16 @@ class AttrField:
         return _coerce(self.kind, value)
 
 
+def _attr_fields(items: Iterable[AttrField]) -> tuple[AttrField, ...]:
+    return tuple(items)
+
+
 @frozen
 class AttrsSchema:
     """The attribute type of an operator (e.g. `Conv2DAttrs`)."""
 
     name: str
-    fields: tuple[AttrField, ...] = field(converter=tuple)
+    fields: tuple[AttrField, ...] = field(converter=_attr_fields)
 
     def field_named(self, name: str) -> AttrField | None:
         """The field called `name`, if any."""
@@ -210,10 +214,11 @@ def _check_func_attr_value(value: object) -> object:
     return value
 
 
-def _to_items(items: object) -> tuple[tuple[str, object], ...]:
+def _to_items(
+    items: Mapping[str, object] | Iterable[tuple[str, object]],
+) -> tuple[tuple[str, object], ...]:
     pairs = items.items() if isinstance(items, Mapping) else items
-    result = tuple(sorted((str(k), _check_func_attr_value(v)) for k, v in pairs))  # type: ignore[union-attr]
-    return result
+    return tuple(sorted((str(k), _check_func_attr_value(v)) for k, v in pairs))
 
 
 @frozen

@@ -10,6 +10,7 @@ node itself when nothing changes, so "did this rewrite change anything?" is an `
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -24,11 +25,29 @@ if TYPE_CHECKING:
     from .adt import Constructor
 from .types import Type, TypeVar
 
-_node = define(frozen=True, eq=False, slots=True)
+
+def _exprs(items: Iterable[Expr]) -> tuple[Expr, ...]:
+    return tuple(items)
 
 
-def _span_field() -> Any:
-    return field(default=None, kw_only=True, repr=False)
+def _vars(items: Iterable[Var]) -> tuple[Var, ...]:
+    return tuple(items)
+
+
+def _types(items: Iterable[Type]) -> tuple[Type, ...]:
+    return tuple(items)
+
+
+def _type_vars(items: Iterable[TypeVar]) -> tuple[TypeVar, ...]:
+    return tuple(items)
+
+
+def _patterns(items: Iterable[Pattern]) -> tuple[Pattern, ...]:
+    return tuple(items)
+
+
+def _clauses(items: Iterable[Clause]) -> tuple[Clause, ...]:
+    return tuple(items)
 
 
 class Expr:
@@ -44,21 +63,21 @@ class Expr:
         return attrs.evolve(self, **changes)  # type: ignore[misc]
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class Var(Expr):
     """A local variable; the object is its identity, `name_hint` only a printing hint."""
 
     name_hint: str = ""
     type_annotation: Type | None = None
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class GlobalVar(Expr):
     """The name of a global function of a module (`@main`)."""
 
     name_hint: str
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
 def _to_array(data: object) -> np.ndarray:
@@ -70,12 +89,12 @@ def _to_array(data: object) -> np.ndarray:
     return array
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class Constant(Expr):
     """A tensor constant (rank 0 for scalars); its array is a read-only copy."""
 
     data: np.ndarray = field(converter=_to_array)
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
     @property
     def dtype(self) -> str:
@@ -105,64 +124,64 @@ def const(value: object, dtype: str | None = None) -> Constant:
     return Constant(np.asarray(value))
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class Tuple(Expr):
     """`(a, b, ...)`; `()` is the unit value."""
 
-    fields: tuple[Expr, ...] = field(converter=tuple)
-    span: Span | None = _span_field()
+    fields: tuple[Expr, ...] = field(converter=_exprs)
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class TupleGetItem(Expr):
     """`t.i`: field `index` of a tuple."""
 
     tuple_value: Expr
     index: int
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class Call(Expr):
     """`op(args..., attrs)`: a call of an operator, global, closure or constructor."""
 
     op: Expr
-    args: tuple[Expr, ...] = field(converter=tuple)
+    args: tuple[Expr, ...] = field(converter=_exprs)
     attrs: Attrs | None = None
-    type_args: tuple[Type, ...] = field(default=(), converter=tuple)
-    span: Span | None = _span_field()
+    type_args: tuple[Type, ...] = field(default=(), converter=_types)
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class Let(Expr):
     """`let %var = value; body` (the variable is in scope in `value` too, for recursion)."""
 
     var: Var
     value: Expr
     body: Expr
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class If(Expr):
     """`if (cond) { true_branch } else { false_branch }`."""
 
     cond: Expr
     true_branch: Expr
     false_branch: Expr
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class Function(Expr):
     """`fn [T...](%p: T, ...) -> R { body }`, with attributes such as `Primitive=1`."""
 
-    params: tuple[Var, ...] = field(converter=tuple)
+    params: tuple[Var, ...] = field(converter=_vars)
     body: Expr
     ret_type: Type | None = None
-    type_params: tuple[TypeVar, ...] = field(default=(), converter=tuple)
+    type_params: tuple[TypeVar, ...] = field(default=(), converter=_type_vars)
     attrs: FuncAttrs = NO_ATTRS
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
     @property
     def is_primitive(self) -> bool:
@@ -196,14 +215,14 @@ class PatternConstructor(Pattern):
     """`Cons(p0, p1)`: matches a value built by `constructor`, then its fields."""
 
     constructor: Constructor
-    patterns: tuple[Pattern, ...] = field(default=(), converter=tuple)
+    patterns: tuple[Pattern, ...] = field(default=(), converter=_patterns)
 
 
 @frozen
 class PatternTuple(Pattern):
     """`(p0, p1)`: matches a tuple field by field."""
 
-    patterns: tuple[Pattern, ...] = field(default=(), converter=tuple)
+    patterns: tuple[Pattern, ...] = field(default=(), converter=_patterns)
 
 
 def pattern_vars(pattern: Pattern) -> list[Var]:
@@ -228,11 +247,11 @@ def replace_pattern_vars(pattern: Pattern, mapping: dict[Var, Var]) -> Pattern:
         subs = tuple(replace_pattern_vars(p, mapping) for p in pattern.patterns)
         if all(a is b for a, b in zip(subs, pattern.patterns)):
             return pattern
-        return attrs.evolve(pattern, patterns=subs)
+        return attrs.evolve(pattern, patterns=subs)  # type: ignore[arg-type]
     return pattern
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class Clause:
     """One arm of a match: `lhs => rhs`."""
 
@@ -240,42 +259,42 @@ class Clause:
     rhs: Expr
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class Match(Expr):
     """`match (data) { clauses }`; `complete=False` is `match?` (no exhaustiveness check)."""
 
     data: Expr
-    clauses: tuple[Clause, ...] = field(converter=tuple)
+    clauses: tuple[Clause, ...] = field(converter=_clauses)
     complete: bool = True
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
 # --------------------------------------------------------------------------- references
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class RefCreate(Expr):
     """`ref(value)`: a new mutable cell."""
 
     value: Expr
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class RefRead(Expr):
     """`ref_read(ref)`."""
 
     ref: Expr
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
-@_node
+@define(frozen=True, eq=False, slots=True)
 class RefWrite(Expr):
     """`ref_write(ref, value)`; evaluates to `()`."""
 
     ref: Expr
     value: Expr
-    span: Span | None = _span_field()
+    span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
 def let_chain(bindings: list[tuple[Var, Expr]], body: Expr) -> Expr:

@@ -9,7 +9,7 @@ from attrs import field, frozen
 
 from .adt import Constructor, TypeData
 from .expr import Expr, Function, GlobalVar
-from .types import GlobalTypeVar
+from .types import GlobalTypeVar, Type
 
 
 def _freeze_map(value: Mapping) -> Mapping:  # type: ignore[type-arg]
@@ -34,7 +34,7 @@ class IRModule:
         if not isinstance(expr, Function):
             from .freevars import free_vars
 
-            expr = Function(free_vars(expr), expr)
+            expr = Function(tuple(free_vars(expr)), expr)
         return IRModule({GlobalVar(name): expr})
 
     # ------------------------------------------------------------------ lookups
@@ -101,7 +101,7 @@ class IRModule:
         types[data.header] = data
         return IRModule(self.functions, types)
 
-    def astext(self, types: Mapping[Expr, object] | None = None) -> str:
+    def astext(self, types: Mapping[Expr, Type] | None = None) -> str:
         """The module in the text format; with `types` (from inference), `/* ty=... */` too."""
         from .printer import print_module
 

@@ -9,6 +9,7 @@ object, in the layer that uses them.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 
 from attrs import define, field
 
@@ -30,6 +31,10 @@ class OpPattern(enum.IntEnum):
     OPAQUE = 8
 
 
+def _strs(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
 @define(frozen=True, eq=False, slots=True)
 class Op(Expr):
     """A primitive operator (`nn.conv2d`); there is exactly one object per name."""
@@ -39,7 +44,7 @@ class Op(Expr):
     """Number of positional arguments; -1 for variadic."""
     attrs_schema: AttrsSchema | None
     pattern: OpPattern
-    arg_names: tuple[str, ...] = field(default=(), converter=tuple)
+    arg_names: tuple[str, ...] = field(default=(), converter=_strs)
     description: str = ""
     span: Span | None = field(default=None, kw_only=True, repr=False)
 

@@ -153,7 +153,7 @@ class _Comparer:
                 return Mismatch(self.path(frame), reason, x, y)
         return None
 
-    def compare(self, a: object, b: object, frame: int) -> str | None:
+    def compare(self, a: Any, b: Any, frame: int) -> str | None:
         if a is b and not isinstance(a, Var | TypeVar | ShapeVar):
             return None
         if type(a) is not type(b):
@@ -167,70 +167,71 @@ class _Comparer:
         match a:
             case Var():
                 if not self.use(a, b):
-                    return f"variable %{a.name_hint} vs %{b.name_hint}"  # type: ignore[attr-defined]
-                if self.forward.get(id(a)) is b and id(a) not in self.done_vars:
+                    return f"variable %{a.name_hint} vs %{b.name_hint}"
+                other: Var = b
+                if self.forward.get(id(a)) is other and id(a) not in self.done_vars:
                     self.done_vars.add(id(a))
-                    self.push_optional_type(a.type_annotation, b.type_annotation, frame, "type")  # type: ignore[attr-defined]
+                    self.push_optional_type(a.type_annotation, other.type_annotation, frame, "type")
                 return None
             case GlobalVar():
-                return None if a.name_hint == b.name_hint else f"@{a.name_hint} vs @{b.name_hint}"  # type: ignore[attr-defined]
+                return None if a.name_hint == b.name_hint else f"@{a.name_hint} vs @{b.name_hint}"
             case Op():
                 return f"operator {a.name} vs {b.name}"  # identical ops returned above
             case Constructor():
-                if a.name_hint != b.name_hint:  # type: ignore[attr-defined]
-                    return f"constructor {a.name_hint} vs {b.name_hint}"  # type: ignore[attr-defined]
+                if a.name_hint != b.name_hint:
+                    return f"constructor {a.name_hint} vs {b.name_hint}"
                 return None
             case Constant():
-                return _compare_arrays(a.data, b.data)  # type: ignore[attr-defined]
+                return _compare_arrays(a.data, b.data)
             case Tuple():
-                return self.push_all(a.fields, b.fields, frame, "fields")  # type: ignore[attr-defined]
+                return self.push_all(a.fields, b.fields, frame, "fields")
             case TupleGetItem():
-                if a.index != b.index:  # type: ignore[attr-defined]
-                    return f"projection .{a.index} vs .{b.index}"  # type: ignore[attr-defined]
-                self.push(a.tuple_value, b.tuple_value, frame, "tuple")  # type: ignore[attr-defined]
+                if a.index != b.index:
+                    return f"projection .{a.index} vs .{b.index}"
+                self.push(a.tuple_value, b.tuple_value, frame, "tuple")
                 return None
             case Call():
-                if a.attrs != b.attrs:  # type: ignore[attr-defined]
-                    return f"attributes {_attrs_text(a.attrs)} vs {_attrs_text(b.attrs)}"  # type: ignore[attr-defined]
-                reason = self.push_all(a.args, b.args, frame, "args")  # type: ignore[attr-defined]
+                if a.attrs != b.attrs:
+                    return f"attributes {_attrs_text(a.attrs)} vs {_attrs_text(b.attrs)}"
+                reason = self.push_all(a.args, b.args, frame, "args")
                 if reason is None:
-                    reason = self.push_all(a.type_args, b.type_args, frame, "type_args")  # type: ignore[attr-defined]
-                self.push(a.op, b.op, frame, "op")  # type: ignore[attr-defined]
+                    reason = self.push_all(a.type_args, b.type_args, frame, "type_args")
+                self.push(a.op, b.op, frame, "op")
                 return reason
             case Let():
-                reason = self.bind_var(a.var, b.var, frame, "var")  # type: ignore[attr-defined]
-                self.push(a.body, b.body, frame, "body")  # type: ignore[attr-defined]
-                self.push(a.value, b.value, frame, "value")  # type: ignore[attr-defined]
+                reason = self.bind_var(a.var, b.var, frame, "var")
+                self.push(a.body, b.body, frame, "body")
+                self.push(a.value, b.value, frame, "value")
                 return reason
             case If():
-                self.push(a.false_branch, b.false_branch, frame, "else")  # type: ignore[attr-defined]
-                self.push(a.true_branch, b.true_branch, frame, "then")  # type: ignore[attr-defined]
-                self.push(a.cond, b.cond, frame, "cond")  # type: ignore[attr-defined]
+                self.push(a.false_branch, b.false_branch, frame, "else")
+                self.push(a.true_branch, b.true_branch, frame, "then")
+                self.push(a.cond, b.cond, frame, "cond")
                 return None
             case Function():
-                return self.compare_function(a, b, frame)  # type: ignore[arg-type]
+                return self.compare_function(a, b, frame)
             case Match():
-                return self.compare_match(a, b, frame)  # type: ignore[arg-type]
+                return self.compare_match(a, b, frame)
             case RefCreate():
-                self.push(a.value, b.value, frame, "value")  # type: ignore[attr-defined]
+                self.push(a.value, b.value, frame, "value")
                 return None
             case RefRead():
-                self.push(a.ref, b.ref, frame, "ref")  # type: ignore[attr-defined]
+                self.push(a.ref, b.ref, frame, "ref")
                 return None
             case RefWrite():
-                self.push(a.value, b.value, frame, "value")  # type: ignore[attr-defined]
-                self.push(a.ref, b.ref, frame, "ref")  # type: ignore[attr-defined]
+                self.push(a.value, b.value, frame, "value")
+                self.push(a.ref, b.ref, frame, "ref")
                 return None
             case Type():
-                return self.compare_type(a, b, frame)  # type: ignore[arg-type]
+                return self.compare_type(a, b, frame)
             case Pattern():
-                return self.compare_pattern(a, b, frame)  # type: ignore[arg-type]
+                return self.compare_pattern(a, b, frame)
             case IRModule():
-                return self.compare_module(a, b, frame)  # type: ignore[arg-type]
+                return self.compare_module(a, b, frame)
             case TypeData():
-                return self.compare_type_data(a, b, frame)  # type: ignore[arg-type]
+                return self.compare_type_data(a, b, frame)
             case ShapeVar():
-                return None if self.use(a, b) else f"shape variable {a.name_hint} vs {b.name_hint}"  # type: ignore[attr-defined]
+                return None if self.use(a, b) else f"shape variable {a.name_hint} vs {b.name_hint}"
             case AnyDim():
                 return None
             case int() | str() | float() | bool() | None:
@@ -271,54 +272,54 @@ class _Comparer:
         self.push(a.data, b.data, frame, "data")
         return None
 
-    def compare_pattern(self, a: Pattern, b: Pattern, frame: int) -> str | None:
+    def compare_pattern(self, a: Any, b: Any, frame: int) -> str | None:
         match a:
             case PatternWildcard():
                 return None
             case PatternVar():
-                return self.bind_var(a.var, b.var, frame, "var")  # type: ignore[attr-defined]
+                return self.bind_var(a.var, b.var, frame, "var")
             case PatternConstructor():
-                if a.constructor.name_hint != b.constructor.name_hint:  # type: ignore[attr-defined]
-                    return f"constructor {a.constructor.name_hint} vs {b.constructor.name_hint}"  # type: ignore[attr-defined]
-                return self.push_all(a.patterns, b.patterns, frame, "patterns")  # type: ignore[attr-defined]
+                if a.constructor.name_hint != b.constructor.name_hint:
+                    return f"constructor {a.constructor.name_hint} vs {b.constructor.name_hint}"
+                return self.push_all(a.patterns, b.patterns, frame, "patterns")
             case PatternTuple():
-                return self.push_all(a.patterns, b.patterns, frame, "patterns")  # type: ignore[attr-defined]
+                return self.push_all(a.patterns, b.patterns, frame, "patterns")
         raise TypeError(f"structural equality: unhandled pattern {type(a).__name__}")
 
-    def compare_type(self, a: Type, b: Type, frame: int) -> str | None:
+    def compare_type(self, a: Any, b: Any, frame: int) -> str | None:
         match a:
             case TensorType():
-                if a.dtype != b.dtype:  # type: ignore[attr-defined]
-                    return f"dtype {a.dtype} vs {b.dtype}"  # type: ignore[attr-defined]
-                if len(a.shape) != len(b.shape):  # type: ignore[attr-defined]
-                    return f"rank {len(a.shape)} vs {len(b.shape)}"  # type: ignore[attr-defined]
-                for i, (x, y) in enumerate(zip(a.shape, b.shape)):  # type: ignore[attr-defined]
+                if a.dtype != b.dtype:
+                    return f"dtype {a.dtype} vs {b.dtype}"
+                if len(a.shape) != len(b.shape):
+                    return f"rank {len(a.shape)} vs {len(b.shape)}"
+                for i, (x, y) in enumerate(zip(a.shape, b.shape)):
                     if type(x) is not type(y) or (isinstance(x, int) and x != y):
                         return f"dimension {i}: {x!r} vs {y!r}"
                     if isinstance(x, ShapeVar) and not self.use(x, y):
-                        return f"dimension {i}: shape variable {x.name_hint} vs {y.name_hint}"  # type: ignore[union-attr]
+                        return f"dimension {i}: shape variable {x.name_hint} vs {y!r}"
                 return None
             case TupleType():
-                return self.push_all(a.fields, b.fields, frame, "fields")  # type: ignore[attr-defined]
+                return self.push_all(a.fields, b.fields, frame, "fields")
             case FuncType():
-                if len(a.type_params) != len(b.type_params):  # type: ignore[attr-defined]
+                if len(a.type_params) != len(b.type_params):
                     return "different numbers of type parameters"
-                for x, y in zip(a.type_params, b.type_params):  # type: ignore[attr-defined]
-                    if not self.bind(x, y):
+                for pa, pb in zip(a.type_params, b.type_params):
+                    if not self.bind(pa, pb):
                         return "type parameters do not correspond"
-                self.push(a.ret_type, b.ret_type, frame, "ret_type")  # type: ignore[attr-defined]
-                return self.push_all(a.arg_types, b.arg_types, frame, "arg_types")  # type: ignore[attr-defined]
+                self.push(a.ret_type, b.ret_type, frame, "ret_type")
+                return self.push_all(a.arg_types, b.arg_types, frame, "arg_types")
             case TypeVar():
-                return None if self.use(a, b) else f"type variable {a.name_hint} vs {b.name_hint}"  # type: ignore[attr-defined]
+                return None if self.use(a, b) else f"type variable {a.name_hint} vs {b.name_hint}"
             case GlobalTypeVar():
                 return (
                     None if a.name_hint == b.name_hint else f"type {a.name_hint} vs {b.name_hint}"
-                )  # type: ignore[attr-defined]
+                )
             case TypeCall():
-                self.push(a.func, b.func, frame, "func")  # type: ignore[attr-defined]
-                return self.push_all(a.args, b.args, frame, "args")  # type: ignore[attr-defined]
+                self.push(a.func, b.func, frame, "func")
+                return self.push_all(a.args, b.args, frame, "args")
             case RefType():
-                self.push(a.value, b.value, frame, "value")  # type: ignore[attr-defined]
+                self.push(a.value, b.value, frame, "value")
                 return None
             case IncompleteType():
                 return None
@@ -412,8 +413,8 @@ class _Hasher:
             if isinstance(node, Function):
                 for i, p in enumerate(node.params):
                     tags[id(p)] = _h("param", i)
-                for i, t in enumerate(node.type_params):
-                    tags[id(t)] = _h("tparam", i)
+                for i, tp in enumerate(node.type_params):
+                    tags[id(tp)] = _h("tparam", i)
             elif isinstance(node, Let):
                 tags[id(node.var)] = _h("let")
             elif isinstance(node, Match):

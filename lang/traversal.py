@@ -87,8 +87,10 @@ _CHILDREN: dict[type, Callable[[Expr], tuple[Expr, ...]]] = {
 
 _REBUILD: dict[type, Callable[[Expr, Sequence[Expr]], Expr]] = {
     Tuple: lambda e, c: (
-        e.replace(fields=tuple(c)) if any(a is not b for a, b in zip(c, e.fields)) else e
-    ),  # type: ignore[attr-defined]
+        e.replace(fields=tuple(c))
+        if any(a is not b for a, b in zip(c, e.fields))  # type: ignore[attr-defined]
+        else e
+    ),
     TupleGetItem: lambda e, c: e.replace(tuple_value=c[0]),
     Call: lambda e, c: (
         e.replace(op=c[0], args=tuple(c[1:]))

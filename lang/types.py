@@ -8,6 +8,8 @@ parameters), `GlobalTypeVar` (the name of an ADT), `ShapeVar` (a symbolic dimens
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from attrs import define, field, frozen
 
 from .dtype import normalize_dtype
@@ -40,14 +42,22 @@ ANY = AnyDim()
 Dim = int | ShapeVar | AnyDim
 
 
-def _to_shape(dims: object) -> tuple[Dim, ...]:
-    result = tuple(dims)  # type: ignore[call-overload]
+def _to_shape(dims: Iterable[Dim]) -> tuple[Dim, ...]:
+    result = tuple(dims)
     for dim in result:
         if isinstance(dim, bool) or not isinstance(dim, int | ShapeVar | AnyDim):
             raise TypeError(f"a dimension must be an int, a ShapeVar or ANY, not {dim!r}")
         if isinstance(dim, int) and dim < 0:
             raise ValueError(f"a dimension must be non-negative, not {dim}")
     return result
+
+
+def _types(items: Iterable[Type]) -> tuple[Type, ...]:
+    return tuple(items)
+
+
+def _type_vars(items: Iterable[TypeVar]) -> tuple[TypeVar, ...]:
+    return tuple(items)
 
 
 @frozen
@@ -76,7 +86,7 @@ def scalar_type(dtype: str) -> TensorType:
 class TupleType(Type):
     """`(T0, T1, ...)`; `()` is the unit type."""
 
-    fields: tuple[Type, ...] = field(converter=tuple)
+    fields: tuple[Type, ...] = field(converter=_types)
 
 
 @define(frozen=True, eq=False)
@@ -99,10 +109,10 @@ class GlobalTypeVar(Type):
 class FuncType(Type):
     """`fn [T...](A0, A1, ...) -> R`."""
 
-    arg_types: tuple[Type, ...] = field(converter=tuple)
+    arg_types: tuple[Type, ...] = field(converter=_types)
     ret_type: Type
-    type_params: tuple[TypeVar, ...] = field(default=(), converter=tuple)
-    type_constraints: tuple[Type, ...] = field(default=(), converter=tuple)
+    type_params: tuple[TypeVar, ...] = field(default=(), converter=_type_vars)
+    type_constraints: tuple[Type, ...] = field(default=(), converter=_types)
 
 
 @frozen
@@ -110,7 +120,7 @@ class TypeCall(Type):
     """An ADT applied to type arguments: `List[Tensor[(2), float32]]`."""
 
     func: GlobalTypeVar
-    args: tuple[Type, ...] = field(default=(), converter=tuple)
+    args: tuple[Type, ...] = field(default=(), converter=_types)
 
 
 @frozen
