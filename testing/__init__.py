@@ -1,1 +1,40 @@
-"""testing."""
+"""`relay.testing`: hypothesis strategies for programs (and, later, pass-checking helpers).
+
+from hypothesis import given
+from relay.testing import modules
+
+@given(modules())
+def test_my_pass_keeps_programs_well_formed(mod): ...
+"""
+
+from .strategies import (
+    LITERAL_DTYPES,
+    METADATA_DTYPES,
+    attrs_for,
+    constants,
+    exprs,
+    func_attrs,
+    literal_constants,
+    metadata_constants,
+    modules,
+    patterns,
+    types,
+    usable_ops,
+    var_names,
+)
+
+__all__ = [
+    "LITERAL_DTYPES",
+    "METADATA_DTYPES",
+    "attrs_for",
+    "constants",
+    "exprs",
+    "func_attrs",
+    "literal_constants",
+    "metadata_constants",
+    "modules",
+    "patterns",
+    "types",
+    "usable_ops",
+    "var_names",
+]

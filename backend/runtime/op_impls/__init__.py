@@ -93,4 +93,15 @@ def has_implementation(op: Op) -> bool:
     return op in IMPLS
 
 
-from . import elementwise  # noqa: E402, F401  (registers the implementations)
+from . import (  # noqa: E402, F401  (each module registers its implementations)
+    algorithm,
+    annotation,
+    conv,
+    elementwise,
+    image,
+    index,
+    nn,
+    pool,
+    reduce,
+    transform,
+)

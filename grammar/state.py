@@ -1,0 +1,217 @@
+"""Per-parse state shared by the reduction callbacks: scopes, tables, spans, errors.
+
+The callbacks run inside lark's LALR loop, one per reduction, in text order. Names are
+resolved when a reference is reduced, so a scope is a dictionary from name to binder with
+an undo log: opening a scope remembers the log length, closing it undoes the bindings made
+since. Graph numbers (`%0`) live in one table for the whole parse, as in TVM.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NoReturn
+
+from lark import Token
+
+from ..lang.adt import Constructor, TypeData
+from ..lang.diagnostics import ParseError
+from ..lang.expr import Expr, Function, GlobalVar
+from ..lang.metadata import UnsupportedMeta
+from ..lang.span import SourceFile, Span
+from ..lang.types import GlobalTypeVar
+
+_META = re.compile(r"meta\[([^\]]*)\]\[([0-9]+)\]")
+
+
+class Scope:
+    """Names in scope, with nested scopes implemented by an undo log."""
+
+    __slots__ = ("marks", "names", "undo")
+
+    def __init__(self) -> None:
+        self.names: dict[str, Any] = {}
+        self.undo: list[tuple[str, Any]] = []
+        self.marks: list[int] = [0]
+
+    def push(self) -> None:
+        """Open a nested scope."""
+        self.marks.append(len(self.undo))
+
+    def pop(self) -> None:
+        """Close the innermost scope, forgetting what was bound in it."""
+        marks = self.marks
+        mark = marks.pop() if len(marks) > 1 else 0
+        if len(self.undo) > mark:
+            self._restore(mark)
+
+    def reset(self) -> None:
+        """Forget what was bound in the innermost scope, but keep it open."""
+        if len(self.undo) > self.marks[-1]:
+            self._restore(self.marks[-1])
+
+    def bind(self, name: str, value: Any) -> None:
+        """Bind `name` in the innermost scope (shadowing any outer binding)."""
+        self.undo.append((name, self.names.get(name)))
+        self.names[name] = value
+
+    def _restore(self, mark: int) -> None:
+        undo, names = self.undo, self.names
+        while len(undo) > mark:
+            name, old = undo.pop()
+            if old is None:
+                del names[name]
+            else:
+                names[name] = old
+
+
+class Ref:
+    """A reference (`%x`, `%0`, `@f`, `nn.conv2d`, `(e)`) with the tokens it spans.
+
+    Shared nodes cannot carry the span of each use, so references keep their tokens until
+    a consumer (call, projection, operator) has used them to compute its own span.
+    """
+
+    __slots__ = ("first", "last", "node")
+
+    def __init__(self, node: Expr, first: Token, last: Token) -> None:
+        self.node = node
+        self.first = first
+        self.last = last
+
+
+class MetaAttr:
+    """A `meta[...]` attribute value, resolved only if it is used."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: Token) -> None:
+        self.token = token
+
+
+class ParseState:
+    """Everything one parse accumulates; the callbacks in `actions.py` extend it."""
+
+    source: SourceFile
+    mode: str
+    metadata: dict[str, list[object]] | None
+
+    def begin(
+        self, source: SourceFile, mode: str, metadata: dict[str, list[object]] | None
+    ) -> None:
+        """Reset for a new parse of `source` (`mode` is "module" or "expression")."""
+        self.source = source
+        self.mode = mode
+        self.metadata = metadata
+        self.vars = Scope()
+        self.type_vars = Scope()
+        self.graph: dict[str, tuple[Expr, Token]] = {}
+        self.globals: dict[str, GlobalVar] = {}
+        self.global_uses: dict[str, Span] = {}
+        self.defined: dict[str, Span] = {}
+        self.functions: dict[GlobalVar, Function] = {}
+        self.adts: dict[str, GlobalTypeVar] = {}
+        self.adt_uses: dict[str, Span] = {}
+        self.type_defs: dict[str, tuple[TypeData, Span]] = {}
+        self.constructors: dict[str, Constructor] = {}
+        self.default_attrs: dict[object, object] = {}
+
+    def end(self) -> None:
+        """Drop references to the finished parse."""
+        self.begin(self.source, self.mode, None)
+
+    # ------------------------------------------------------------------ spans, errors
+    def span(self, first: Any, last: Any) -> Span:
+        """The span from the start of `first` to the end of `last` (tokens, nodes, refs)."""
+        if type(first) is Token and type(last) is Token:
+            return Span(self.source, first.line, first.column, last.end_line, last.end_column)  # type: ignore[arg-type]
+        start = _start(first) or _start(last)
+        end = _end(last) or _end(first)
+        if start is None or end is None:
+            return Span(self.source, 1, 1, 1, 1)
+        return Span(self.source, start[0], start[1], end[0], end[1])
+
+    def token_span(self, token: Token) -> Span:
+        """The span of one token."""
+        return Span(self.source, token.line, token.column, token.end_line, token.end_column)  # type: ignore[arg-type]
+
+    def error(self, where: Any, message: str, *notes: str) -> NoReturn:
+        """Raise a ParseError at a token, node, ref or span."""
+        span = where if isinstance(where, Span) else self.span(where, where)
+        raise ParseError.at(span, message, *notes)
+
+    # ------------------------------------------------------------------ globals and ADTs
+    def global_var(self, token: Token, use: bool) -> GlobalVar:
+        """The GlobalVar called `@name` (one object per name); uses are recorded."""
+        name = token[1:]
+        gv = self.globals.get(name)
+        if gv is None:
+            gv = self.globals[name] = GlobalVar(name, span=self.token_span(token))
+        if use and name not in self.global_uses:
+            self.global_uses[name] = self.token_span(token)
+        return gv
+
+    def adt(self, token: Token, use: bool) -> GlobalTypeVar:
+        """The GlobalTypeVar of the ADT called `token` (one object per name)."""
+        name = str(token)
+        gtv = self.adts.get(name)
+        if gtv is None:
+            gtv = self.adts[name] = GlobalTypeVar(name)
+        if use and name not in self.adt_uses:
+            self.adt_uses[name] = self.token_span(token)
+        return gtv
+
+    def check_definitions(self) -> None:
+        """Every used global and ADT of a module must be defined somewhere in it."""
+        for name, span in self.global_uses.items():
+            if name not in self.defined:
+                self.error(span, f"undefined global function @{name}")
+        for name, span in self.adt_uses.items():
+            if name not in self.type_defs:
+                self.error(span, f"unknown type `{name}` (not a dtype, type variable or ADT)")
+
+    # ------------------------------------------------------------------ metadata
+    def meta_object(self, token: Token) -> object:
+        """The object `meta[key][i]` refers to."""
+        match = _META.fullmatch(token)
+        if match is None:  # the lexer only produces well-formed references
+            self.error(token, f"malformed meta reference `{token}`")
+        key, digits = match.group(1).strip(), match.group(2)
+        index = int(digits) if len(digits) <= 18 else 2**63
+        if key.startswith("relay.attrs."):
+            self.error(
+                token,
+                f"attribute objects from the metadata (`{token}`) are not supported",
+                "write the attributes as keyword arguments instead",
+            )
+        if self.metadata is None:
+            self.error(token, f"`{token}` refers to metadata, but there is no #[metadata] section")
+        entries = self.metadata.get(key)
+        if entries is None:
+            self.error(token, f"the metadata section has no `{key}` entries")
+        if index >= len(entries):
+            self.error(
+                token,
+                f"`{token}` is out of range: the metadata has {len(entries)} `{key}` entries",
+            )
+        obj = entries[index]
+        if isinstance(obj, UnsupportedMeta):
+            self.error(token, f"metadata objects of kind `{key}` are not supported")
+        return obj
+
+
+def _start(x: Any) -> tuple[int, int] | None:
+    if isinstance(x, Token):
+        return x.line, x.column  # type: ignore[return-value]
+    if type(x) is Ref:
+        return x.first.line, x.first.column  # type: ignore[return-value]
+    span = getattr(x, "span", None)
+    return (span.line, span.column) if span is not None else None
+
+
+def _end(x: Any) -> tuple[int, int] | None:
+    if isinstance(x, Token):
+        return x.end_line, x.end_column  # type: ignore[return-value]
+    if type(x) is Ref:
+        return x.last.end_line, x.last.end_column  # type: ignore[return-value]
+    span = getattr(x, "span", None)
+    return (span.end_line, span.end_column) if span is not None else None
