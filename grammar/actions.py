@@ -1,9 +1,11 @@
 """Reduction callbacks for expressions, functions and modules: they build the IR directly.
 
 Markers reduced before the construct they open do the scoping: `let_head` binds the let
-variable (so it is in scope in its own value), `lparen`/`lbrace` open a scope that the
-rule they start closes, `comma` forgets bindings made by the previous list element,
-`def_sig`/`fn_sig` bind parameters, `arm_head` binds pattern variables.
+variable (so it is in scope in its own value), `def_sig`/`fn_sig` bind parameters in a new
+scope, `arm_head` binds pattern variables in a new scope. Brackets also delimit scopes:
+the driver calls `open_scope` when it shifts `(` or `{`, `close_scope` for `)` or `}`,
+and `next_element` for `,` (so `(let %x = 1; %x, %x)` does not see `%x` in the second
+element). Brackets always balance in a successful parse, so these calls do too.
 """
 
 from __future__ import annotations
@@ -80,29 +82,24 @@ class Actions(TypeActions):
         return c[-1]  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ scopes
-    def lparen(self, c: list[Any]) -> Token:
-        """`(` opening an expression scope."""
+    def open_scope(self) -> None:
+        """`(` or `{` shifted: a nested scope (closed when its bracket closes)."""
         self.vars.push()
-        return c[0]  # type: ignore[no-any-return]
 
-    def lbrace(self, c: list[Any]) -> Token:
-        """`{` opening a block scope."""
-        self.vars.push()
-        return c[0]  # type: ignore[no-any-return]
+    def close_scope(self) -> None:
+        """`)` or `}` shifted."""
+        self.vars.pop()
 
-    def comma(self, c: list[Any]) -> Token:
-        """`,` between list elements: bindings of the previous element end here."""
+    def next_element(self) -> None:
+        """`,` shifted: the bindings made by the previous list element end here."""
         self.vars.reset()
-        return c[0]  # type: ignore[no-any-return]
 
     def body(self, c: list[Any]) -> tuple[Expr, Token]:
         """`{ expr }` of a function or branch: the expression and the closing brace."""
-        self.vars.pop()
         return c[1], c[2]
 
     def block_value(self, c: list[Any]) -> Expr:
         """`{ expr }` used as a value."""
-        self.vars.pop()
         return c[1]  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ bindings
@@ -223,17 +220,14 @@ class Actions(TypeActions):
     # ------------------------------------------------------------------ compound values
     def unit(self, c: list[Any]) -> Expr:
         """`()`"""
-        self.vars.pop()
         return Tuple((), span=self.span(c[0], c[1]))
 
     def paren(self, c: list[Any]) -> Ref:
         """`(e)`: `e` itself, remembered with the parentheses' position."""
-        self.vars.pop()
         return Ref(c[1], c[0], c[2])
 
     def tuple_expr(self, c: list[Any]) -> Expr:
         """`(a,)`, `(a, b)`, `(a, b,)`"""
-        self.vars.pop()
         items = c[1] if isinstance(c[1], list) else [c[1]]
         return Tuple(items, span=self.span(c[0], c[-1]))
 
@@ -290,7 +284,6 @@ class Actions(TypeActions):
 
     def if_cond(self, c: list[Any]) -> tuple[Expr, Token]:
         """`if (cond)`"""
-        self.vars.pop()
         return c[2], c[0]
 
     def if_expr(self, c: list[Any]) -> Expr:
@@ -301,17 +294,14 @@ class Actions(TypeActions):
 
     def ref_create(self, c: list[Any]) -> Expr:
         """`ref(e)`"""
-        self.vars.pop()
         return RefCreate(c[2], span=self.span(c[0], c[3]))
 
     def ref_read(self, c: list[Any]) -> Expr:
         """`ref_read(r)`"""
-        self.vars.pop()
         return RefRead(c[2], span=self.span(c[0], c[3]))
 
     def ref_write(self, c: list[Any]) -> Expr:
         """`ref_write(r, v)`"""
-        self.vars.pop()
         return RefWrite(c[2], c[4], span=self.span(c[0], c[5]))
 
     def match_expr(self, c: list[Any]) -> Expr:
@@ -335,7 +325,6 @@ class Actions(TypeActions):
     # ------------------------------------------------------------------ calls
     def call_args(self, c: list[Any]) -> tuple[list[Expr], list[Any], Token]:
         """`(args..., key=value, ...)`"""
-        self.vars.pop()
         args: list[Expr] = []
         attrs: list[Any] = []
         if len(c) > 2:

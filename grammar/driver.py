@@ -98,8 +98,11 @@ class Driver:
             self.lexers[state] = lexer
         self.root = _scanner(list(terminals.values()), ignore, skip_ignored=False)
 
-    def parse(self, text: str, start: str) -> Any:
-        """Run the parser over `text`; returns the value of the start rule."""
+    def parse(self, text: str, start: str, on_shift: dict[str, Callable[[], None]]) -> Any:
+        """Run the parser over `text`; returns the value of the start rule.
+
+        `on_shift[kind]()` is called when a token of that kind is shifted.
+        """
         actions, gotos, rules, lexers = self.actions, self.gotos, self.rules, self.lexers
         states = [self.start_states[start]]
         values: list[Any] = []
@@ -145,6 +148,9 @@ class Driver:
                 if code >= 0:
                     states.append(code)
                     values.append(token)
+                    hook = on_shift.get(kind)
+                    if hook is not None:
+                        hook()
                     break
                 length, callback, origin = rules[-1 - code]
                 if callback is None:

@@ -34,6 +34,13 @@ _LOCK = threading.Lock()
 _ACTIONS = Actions()
 _driver: Driver | None = None
 _spellings: dict[str, str] = {}
+_SCOPE_HOOKS = {
+    "LPAR": _ACTIONS.open_scope,
+    "LBRACE": _ACTIONS.open_scope,
+    "RPAR": _ACTIONS.close_scope,
+    "RBRACE": _ACTIONS.close_scope,
+    "COMMA": _ACTIONS.next_element,
+}
 
 
 def _parser() -> Driver:
@@ -93,7 +100,7 @@ def _parse(text: str, source_name: str, start: str) -> Any:
         collecting = gc.isenabled()
         gc.disable()  # the parse allocates many long-lived objects and no garbage cycles
         try:
-            return driver.parse(prepared.text, start)
+            return driver.parse(prepared.text, start, _SCOPE_HOOKS)
         except SyntaxProblem as exc:
             raise convert(exc, source, _spellings) from None
         except ParseError:

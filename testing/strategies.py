@@ -19,12 +19,13 @@ constructors, `match`/`match?` with nested patterns, tuples (unit and 1-tuples i
 projections, references, scalar literals of every literal dtype (inf, nan, extremes),
 metadata constants, types of every kind, and variable names a printer must sanitize.
 
-How: a drawn byte string is the source of every choice (a "tape"); choice `0` is always the
-simplest option and an exhausted tape reads as zeros. One hypothesis draw per example
-keeps generation at a few milliseconds (hypothesis spends ~0.1 ms per draw; a module makes
-hundreds of choices), and shrinking the bytes (cutting the tail, lowering bytes) shrinks the
-program towards constants and variables. `max_depth` bounds nesting and `max_size` the
-number of compound nodes.
+How: every choice is read from a few drawn bytes; choice `0` is always the simplest option
+and bytes past the end read as zeros. Each compound node (and each ADT, signature and
+attribute set) draws its own chunk of bytes inside its own hypothesis span: hypothesis
+spends ~0.1 ms per draw and a module makes hundreds of choices, so this keeps an example
+at a few milliseconds, while the shrinker still sees the tree (zeroing a chunk turns the
+node into a leaf; a span can be replaced by a descendant span). `max_depth` bounds
+nesting and `max_size` the number of compound nodes.
 """
 
 from __future__ import annotations

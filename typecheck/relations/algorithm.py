@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from relay.lang.attrs import Attrs
-from relay.lang.types import Dim, TensorType, TupleType, Type
-
+from ...lang.attrs import Attrs
+from ...lang.types import Dim, TensorType, TupleType, Type
 from ..show import dim_text, shape_text, type_text
 from . import RelationContext, RelationError, tensor_arg
 from .elementwise import broadcast_shapes

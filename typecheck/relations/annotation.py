@@ -7,9 +7,8 @@ learnt about one side flows to the other (TVM's `IdentityRel`).
 
 from __future__ import annotations
 
-from relay.lang.attrs import Attrs
-from relay.lang.types import Type
-
+from ...lang.attrs import Attrs
+from ...lang.types import Type
 from . import RelationContext, relation
 
 IDENTITIES = (

@@ -23,9 +23,8 @@ convolution whose channels are read off the weight has weight.O * groups output 
 
 from __future__ import annotations
 
-from relay.lang.attrs import Attrs
-from relay.lang.types import ANY, AnyDim, Dim, IncompleteType, TensorType, Type
-
+from ...lang.attrs import Attrs
+from ...lang.types import ANY, AnyDim, Dim, IncompleteType, TensorType, Type
 from ..show import dim_text, shape_text
 from . import RelationContext, RelationError, tensor_arg
 from .layouts import Layout, convert_shape, from_reference, require_convertible, to_reference

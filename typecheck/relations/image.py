@@ -8,9 +8,8 @@ NCHW, NCDHW), its spatial axes are replaced, and it is converted back. A null
 
 from __future__ import annotations
 
-from relay.lang.attrs import Attrs
-from relay.lang.types import Dim, TensorType, Type
-
+from ...lang.attrs import Attrs
+from ...lang.types import Dim, TensorType, Type
 from ..show import type_text
 from . import RelationContext, RelationError, tensor_arg
 from .conv import conv_out, dilated, total_padding

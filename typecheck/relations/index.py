@@ -8,9 +8,8 @@ diagonal of `matrix_set_diag`), the relation checks it when the sizes are known.
 
 from __future__ import annotations
 
-from relay.lang.attrs import Attrs
-from relay.lang.types import Dim, IncompleteType, ShapeVar, TensorType, Type
-
+from ...lang.attrs import Attrs
+from ...lang.types import Dim, IncompleteType, ShapeVar, TensorType, Type
 from ..show import shape_text, type_text
 from . import RelationContext, RelationError, tensor_arg
 from .elementwise import broadcast_shapes

@@ -12,8 +12,7 @@ are reported rather than rounded down.
 
 from __future__ import annotations
 
-from relay.lang.types import ANY, AnyDim, Dim
-
+from ...lang.types import ANY, AnyDim, Dim
 from ..show import dim_text, shape_text
 from . import RelationError
 from .shapes import lost, mul

@@ -11,9 +11,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from relay.lang.attrs import Attrs
-from relay.lang.types import ANY, AnyDim, Dim, IncompleteType, TensorType, TupleType, Type
-
+from ...lang.attrs import Attrs
+from ...lang.types import ANY, AnyDim, Dim, IncompleteType, TensorType, TupleType, Type
 from ..show import dim_text, shape_text, type_text
 from . import RelationContext, RelationError, attr, tensor_arg
 from .layouts import from_reference, to_reference

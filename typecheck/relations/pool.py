@@ -13,9 +13,8 @@ input's size, as in TVM; one value: that size on every spatial axis).
 
 from __future__ import annotations
 
-from relay.lang.attrs import Attrs
-from relay.lang.types import ANY, AnyDim, Dim, TensorType, Type
-
+from ...lang.attrs import Attrs
+from ...lang.types import ANY, AnyDim, Dim, TensorType, Type
 from ..show import type_text
 from . import RelationContext, RelationError, tensor_arg
 from .conv import total_padding

@@ -8,9 +8,8 @@ except `argmax`/`argmin`, whose indices are `int32`. An axis given twice is an e
 
 from __future__ import annotations
 
-from relay.lang.attrs import Attrs
-from relay.lang.types import Dim, TensorType, Type
-
+from ...lang.attrs import Attrs
+from ...lang.types import Dim, TensorType, Type
 from ..show import type_text
 from . import RelationContext, RelationError, tensor_arg
 from .shapes import agree, bool_attr, normalize_axes, opt_ints_attr, shape_relation

@@ -20,8 +20,8 @@ import functools
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 
-from relay.lang.attrs import Attrs
-from relay.lang.types import (
+from ...lang.attrs import Attrs
+from ...lang.types import (
     ANY,
     AnyDim,
     Dim,
@@ -30,7 +30,6 @@ from relay.lang.types import (
     TupleType,
     Type,
 )
-
 from ..show import dim_text, type_text
 from . import Relation, RelationContext, RelationError, attr, relation, tensor_arg
 

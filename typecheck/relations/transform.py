@@ -14,10 +14,10 @@ import math
 from collections import Counter
 
 import numpy as np
-from relay.lang.attrs import Attrs
-from relay.lang.expr import Constant
-from relay.lang.types import ANY, AnyDim, Dim, ShapeVar, TensorType, TupleType, Type
 
+from ...lang.attrs import Attrs
+from ...lang.expr import Constant
+from ...lang.types import ANY, AnyDim, Dim, ShapeVar, TensorType, TupleType, Type
 from ..show import dim_text, shape_text, type_text
 from . import RelationContext, RelationError, attr, tensor_arg
 from .layouts import Layout, convert_shape
