@@ -301,6 +301,12 @@ class _Printer:
         self.indent = 0
         self.line_indent = 0
 
+    def start_scope(self, type_names: tuple[str, ...]) -> None:
+        """Start naming afresh: each top-level definition is its own scope, so a `def`'s
+        parameters keep their names whatever other definitions call theirs."""
+        self.vars = _Names("v")
+        self.tvars = _Names("t", _KEYWORDS + type_names, types=True)
+
     # ------------------------------------------------------------------ output
     def write(self, text: str) -> None:
         if not self.current:
@@ -746,11 +752,13 @@ def print_module(mod: IRModule, types: Mapping[Expr, Type] | None = None) -> str
         if not first:
             printer.lines.append("")
         first = False
+        printer.start_scope(type_names)
         printer.type_definition(mod.type_definitions[gtv])
     for (gv, fn), fn_free in zip(functions, free):
         if not first:
             printer.lines.append("")
         first = False
+        printer.start_scope(type_names)
         run(printer.render_function(fn, f"def @{gv.name_hint}", fn_free))
         printer.newline()
     printer.metadata_lines()
