@@ -3,8 +3,8 @@
 Markers reduced before the construct they open do the scoping: `let_head` binds the let
 variable (so it is in scope in its own value), `def_sig`/`fn_sig` bind parameters in a new
 scope, `arm_head` binds pattern variables in a new scope. Brackets also delimit scopes:
-the driver calls `open_scope` when it shifts `(` or `{`, `close_scope` for `)` or `}`,
-and `next_element` for `,` (so `(let %x = 1; %x, %x)` does not see `%x` in the second
+the driver calls `open_scope` when it shifts `(`, `[` or `{`, `close_scope` for `)`, `]`
+or `}`, and `next_element` for `,` (so `(let %x = 1; %x, %x)` does not see `%x` in the second
 element). Brackets always balance in a successful parse, so these calls do too.
 """
 
@@ -83,11 +83,11 @@ class Actions(TypeActions):
 
     # ------------------------------------------------------------------ scopes
     def open_scope(self) -> None:
-        """`(` or `{` shifted: a nested scope (closed when its bracket closes)."""
+        """`(`, `[` or `{` shifted: a nested scope (closed when its bracket closes)."""
         self.vars.push()
 
     def close_scope(self) -> None:
-        """`)` or `}` shifted."""
+        """`)`, `]` or `}` shifted."""
         self.vars.pop()
 
     def next_element(self) -> None:
@@ -107,28 +107,23 @@ class Actions(TypeActions):
         """`let %x: T =`: binds `%x` before its value is parsed (recursive closures)."""
         token = c[1]
         var = Var(token[1:], c[3] if len(c) > 3 else None, span=self.token_span(token))
-        self.vars.bind(str(token), var)
+        self.vars.bind(token.value, var)
         return var, c[0]
-
-    def let_bind(self, c: list[Any]) -> tuple[Var, Expr, Token]:
-        """`let %x = value;`"""
-        var, keyword = c[0]
-        return var, c[1], keyword
 
     def let_expr(self, c: list[Any]) -> Expr:
         """`let %x = value; body`"""
-        var, value, keyword = c[0]
-        body = c[1]
-        return Let(var, value, body, span=self.span(keyword, body))
+        var, keyword = c[0]
+        body = c[3]
+        return Let(var, c[1], body, span=self.span(keyword, body))
 
     def graph_bind(self, c: list[Any]) -> None:
         """`%N = value;`: later `%N` denote the same node."""
         token = c[0]
-        previous = self.graph.get(token)
+        previous = self.graph.get(token.value)
         if previous is not None:
             first = self.token_span(previous[1])
             self.error(token, f"graph variable {token} is already bound", f"first bound at {first}")
-        self.graph[token] = (c[2], token)
+        self.graph[token.value] = (c[2], token)
 
     def graph_expr(self, c: list[Any]) -> Expr:
         """The body after a graph binding."""
@@ -154,7 +149,7 @@ class Actions(TypeActions):
     def local_ref(self, c: list[Any]) -> Ref:
         """`%x`"""
         token = c[0]
-        var = self.vars.names.get(token)
+        var = self.vars.names.get(token.value)  # a plain str key: Token.__eq__ is slow
         if var is None:
             self.error(token, f"undeclared variable {token}")
         return Ref(var, token, token)
@@ -162,7 +157,7 @@ class Actions(TypeActions):
     def graph_ref(self, c: list[Any]) -> Ref:
         """`%N`: the node bound to `%N`."""
         token = c[0]
-        bound = self.graph.get(token)
+        bound = self.graph.get(token.value)
         if bound is None:
             self.error(token, f"graph variable {token} is used before it is bound")
         return Ref(bound[0], token, token)
@@ -174,9 +169,10 @@ class Actions(TypeActions):
     def name_ref(self, c: list[Any]) -> Ref:
         """A constructor declared earlier, else an operator."""
         token = c[0]
-        node: Expr | None = self.constructors.get(token)
+        name = token.value
+        node: Expr | None = self.constructors.get(name)
         if node is None:
-            node = lookup_op(token)
+            node = lookup_op(name)
             if node is None:
                 self.error(token, f"unknown operator or constructor `{token}`")
         return Ref(node, token, token)

@@ -70,7 +70,8 @@ class Driver:
         self.actions: dict[int, dict[str, int]] = {}
         self.gotos: dict[int, dict[str, int]] = {}
         lexers: dict[frozenset[str], _Lexer] = {}
-        self.lexers: dict[int, _Lexer] = {}
+        self.matchers: dict[int, Callable[[str, int], re.Match[str] | None]] = {}
+        self.keywords: dict[int, dict[str, str]] = {}
         for state, entries in table.states.items():
             actions: dict[str, int] = {}
             gotos: dict[str, int] = {}
@@ -95,7 +96,8 @@ class Driver:
             lexer = lexers.get(accepted)
             if lexer is None:
                 lexer = lexers[accepted] = _scanner([terminals[n] for n in accepted], ignore)
-            self.lexers[state] = lexer
+            self.matchers[state] = lexer.regex.match
+            self.keywords[state] = lexer.keywords
         self.root = _scanner(list(terminals.values()), ignore, skip_ignored=False)
 
     def parse(self, text: str, start: str, on_shift: dict[str, Callable[[], None]]) -> Any:
@@ -103,7 +105,8 @@ class Driver:
 
         `on_shift[kind]()` is called when a token of that kind is shifted.
         """
-        actions, gotos, rules, lexers = self.actions, self.gotos, self.rules, self.lexers
+        actions, gotos, rules = self.actions, self.gotos, self.rules
+        matchers, keywords = self.matchers, self.keywords
         states = [self.start_states[start]]
         values: list[Any] = []
         end_state = self.end_states[start]
@@ -111,23 +114,23 @@ class Driver:
         last: Token | None = None
         while True:
             state = states[-1]
-            lexer = lexers[state]
-            match = lexer.regex.match(text, pos)
+            match = matchers[state](text, pos)
             if match is None:
                 token = self._special(text, pos, last, states, values, end_state)
+                kind = token.type
                 pos = size
             else:
                 kind = match.lastgroup or ""
-                begin = match.start(kind)
+                begin, finish = match.span(kind)
                 if begin != pos:
                     newlines = text.count("\n", pos, begin)
                     if newlines:
                         line += newlines
                         line_start = text.rfind("\n", pos, begin) + 1
-                value = match.group(kind)
-                pos = match.end()
+                pos = finish
+                value = text[begin:pos]
                 if kind == "NAME":
-                    kind = lexer.keywords.get(value, kind)
+                    kind = keywords[state].get(value, kind)
                 column = begin - line_start + 1
                 if kind == "STRING" and "\n" in value:
                     token = _new_token(kind, value, begin, line, column)
@@ -136,10 +139,9 @@ class Driver:
                     token.end_line, token.end_column = line, pos - line_start + 1
                     token.end_pos = pos
                 else:
-                    end = column + len(value)
+                    end = column + pos - begin
                     token = _new_token(kind, value, begin, line, column, line, end, pos)
                 last = token
-            kind = token.type
             while True:
                 code = actions[state].get(kind)
                 if code is None:

@@ -1,4 +1,4 @@
-"""Turn lark's syntax errors into diagnostics that say what was found and what was expected.
+"""Turn syntax errors of the driver into diagnostics that say what was found and expected.
 
 The expected set of an LALR state is a set of terminal names; it is summarized in words
 ("an expression", "`;` after binding", "`)`") using the innermost construct still open on

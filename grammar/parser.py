@@ -1,11 +1,13 @@
 """Parse the Relay text format into IR: `parse`, `parse_expr`, `parse_file`.
 
-The grammar (`relay.lark`) is parsed by lark's LALR(1) parser with the contextual lexer.
-No parse tree is built: the callbacks in `actions.py` run at each reduction and build the
-IR directly, so nothing recurses with the depth of the program. The Lark object is built
-once per process; the callbacks keep per-parse state, so parses are serialized by a lock.
+lark compiles the grammar (`relay.lark`) to LALR(1) tables once per process (cached on
+disk by lark); `driver.py` runs them with a contextual lexer. No parse tree is built: the
+callbacks in `actions.py` run at each reduction and build the IR directly, so nothing
+recurses with the depth of the program. The callbacks keep per-parse state in one object,
+so parses are serialized by a lock.
 
-Every error is a `ParseError` with a `file:line:col` span and a caret.
+Every error is a `ParseError` with a `file:line:col` span and a caret; inputs that make
+anything else go wrong are reported as ParseErrors too.
 """
 
 from __future__ import annotations
@@ -34,11 +36,14 @@ _LOCK = threading.Lock()
 _ACTIONS = Actions()
 _driver: Driver | None = None
 _spellings: dict[str, str] = {}
+# Every bracket opens a scope (so every `,` is inside one, and resets only that one).
 _SCOPE_HOOKS = {
     "LPAR": _ACTIONS.open_scope,
     "LBRACE": _ACTIONS.open_scope,
+    "LSQB": _ACTIONS.open_scope,
     "RPAR": _ACTIONS.close_scope,
     "RBRACE": _ACTIONS.close_scope,
+    "RSQB": _ACTIONS.close_scope,
     "COMMA": _ACTIONS.next_element,
 }
 
@@ -56,7 +61,7 @@ def _parser() -> Driver:
             keep_all_tokens=True,
             maybe_placeholders=False,
             propagate_positions=False,
-            cache=False,
+            cache=True,
         )
         for terminal in lark.terminals:
             if isinstance(terminal.pattern, PatternStr):

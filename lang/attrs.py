@@ -158,6 +158,8 @@ class AttrsSchema:
                     normalized.append(f.coerce(values[f.name]))
                 except ValueError as exc:
                     raise AttrsError(f"{self.name}.{f.name}: {exc}") from None
+            elif f.required and f.optional:
+                normalized.append(None)  # TVM prints these as `units=None`; omitting is the same
             elif f.required:
                 raise AttrsError(f"{self.name}: missing required attribute `{f.name}`")
             else:

@@ -41,7 +41,7 @@ class SourceFile:
 
 @frozen
 class Span:
-    """A 1-based, end-inclusive region of a source file."""
+    """A region of a source file: 1-based lines and columns, end column exclusive."""
 
     source: SourceFile | None
     line: int

@@ -258,29 +258,30 @@ class _Gen:
 
     # ------------------------------------------------------------------ values
     def scalar(self, dtype: str) -> Any:
-        """A value of a scalar of `dtype`: simple ones, extremes, or any bit pattern."""
-        kind = self.choose(0, 3)
+        """A value of a scalar of `dtype`: simple ones, special ones, extremes, any bits."""
+        kind = self.choose(0, 5)
         np_dtype = numpy_dtype(dtype)
         if dtype == "bool":
             return bool(kind % 2)
         if np_dtype.kind in "iu":
             info = np.iinfo(np_dtype)
-            if kind == 0:
+            lo, hi = int(info.min), int(info.max)
+            if kind < 2:
                 small = self.pick((0, 1, -1, 2, -2, 3))
-                return abs(small) if info.min == 0 else small
-            if kind == 1:
-                return self.pick(
-                    (int(info.min), int(info.max), int(info.min) + 1, int(info.max) - 1)
-                )
-            return int(np.frombuffer(self.raw(np_dtype.itemsize), np_dtype)[0])
-        info_f = np.finfo(np_dtype)
-        if kind < 2:
-            edges = (0.0, 1.0, -1.5, math.inf, -math.inf, math.nan, float(info_f.max),
-                     -float(info_f.max), float(info_f.tiny), float(info_f.smallest_subnormal),
-                     -0.0, 0.1, 1e-5, 3.14159)  # fmt: skip
-            return self.pick(edges)
-        value = float(np.frombuffer(self.raw(np_dtype.itemsize), np_dtype)[0])
-        return math.nan if math.isnan(value) else value  # the text format has one NaN
+                return abs(small) if lo == 0 else small
+            if kind < 4:
+                return self.pick((lo, hi, lo + 1, hi - 1))
+        else:
+            info_f = np.finfo(np_dtype)
+            if kind < 2:
+                return self.pick((0.0, 1.0, -1.5, 0.1, -0.0, 3.14159))
+            if kind == 2:
+                return self.pick((math.nan, math.inf, -math.inf))
+            if kind == 3:
+                return self.pick((float(info_f.max), -float(info_f.max), float(info_f.tiny),
+                                  float(info_f.smallest_subnormal), 1e-5))  # fmt: skip
+        value = np.frombuffer(self.raw(np_dtype.itemsize), np_dtype)[0].item()
+        return math.nan if value != value else value  # the text format has one NaN
 
     def literal_constant(self, dtypes: Sequence[str] = LITERAL_DTYPES) -> Constant:
         dtype = self.pick(dtypes)
@@ -569,7 +570,7 @@ class _Gen:
         if kind < 3:
             value = self.expr(env, depth)
         else:  # a closure; recursive (its variable in scope in its own value) if kind 4
-            value = self.fn(env.bind(var) if kind == 4 else env, depth)
+            value = self.fn(env, depth, var if kind == 4 else None)
         inner = env.bind(var)
         if isinstance(value, Function):
             inner = inner._replace(callables=(*inner.callables, (var, len(value.params))))
@@ -590,13 +591,17 @@ class _Gen:
     def if_(self, env: _Env, depth: int) -> Expr:
         return If(self.expr(env, depth), self.expr(env, depth), self.expr(env, depth))
 
-    def fn(self, env: _Env, depth: int) -> Function:
+    def fn(self, env: _Env, depth: int, itself: Var | None = None) -> Function:
+        """A closure; `itself` (a recursive let's variable) is in scope in its body."""
         type_params = self.type_params(2)
         inner = env._replace(tvars=env.tvars + type_params)
         params = [self.var(inner, annotate=5) for _ in range(self.choose(0, 3))]
         ret_type = self.type(1, inner.tvars) if self.maybe(3) else None
         attrs = self.func_attrs() if self.maybe(2) else FuncAttrs()
-        body = self.expr(inner.bind(*params), depth)
+        inner = inner.bind(*params)
+        if itself is not None:
+            inner = inner.bind(itself)._replace(callables=(*inner.callables, (itself, len(params))))
+        body = self.expr(inner, depth)
         return Function(params, body, ret_type, type_params, attrs)
 
     def projection(self, env: _Env, depth: int) -> Expr:
@@ -672,7 +677,7 @@ class _Gen:
         signatures = [self.chunked(48, partial(self.signature, name)) for name in names]
         functions = {}
         for gv, params, ret_type, type_params, attrs in signatures:
-            self.pool = []
+            self.pool, self.free = [], {}
             self.budget = max_size // len(names) + 1
             body = self.expr(_Env(tvars=type_params).bind(*params), max_depth)
             functions[gv] = Function(params, body, ret_type, type_params, attrs)

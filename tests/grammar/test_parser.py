@@ -589,3 +589,29 @@ def test_parse_expr_returns_expr_and_accepts_header() -> None:
     assert isinstance(e, Tuple)
     g = parse_expr("@f")
     assert isinstance(g, GlobalVar) and g.name_hint == "f"
+
+
+def test_commas_in_types_and_attributes_do_not_end_let_scopes() -> None:
+    e = parse_expr(
+        "let %x = fn (%a: Tensor[(1, 2), float32], %b: (int32, int32)) -> Tensor[(1), float32] "
+        "{ nn.softmax(%a, axis=1) };\n"
+        "let %y: Tensor[(2, 2), float32] = reshape(%x, newshape=[2, 2]);\n"
+        "(%x, %y)"
+    )
+    assert e.body.body.fields[0] is e.var
+    assert e.body.value.args[0] is e.var
+
+
+def test_every_grammar_rule_has_an_action() -> None:
+    """A rule without a callback would put a lark Tree into the IR."""
+    from lark import Lark
+    from relay.grammar.actions import Actions
+    from relay.grammar.parser import _GRAMMAR
+
+    grammar = Lark(_GRAMMAR.read_text(), parser="lalr", start=["module", "expression"])
+    for rule in grammar.rules:
+        name = str(rule.alias or rule.origin.name)
+        if name.startswith("_"):
+            continue  # lark's helpers for `item*` and `header?`, spliced into the parent
+        passthrough = rule.options.expand1 and len(rule.expansion) == 1
+        assert passthrough or hasattr(Actions, name), name

@@ -168,8 +168,8 @@ def test_attribute_errors_point_at_the_key() -> None:
 
 
 def test_missing_required_attribute_points_at_the_call() -> None:
-    check("free_var %x; nn.dense(%x, %x)", 1, 14, "missing required attribute `units`")
-    check("free_var %x; (nn.dense)(%x, %x)", 1, 14, "missing required attribute `units`")
+    check("free_var %x; clip(%x, a_max=6f)", 1, 14, "missing required attribute `a_min`")
+    check("free_var %x; (clip)(%x, a_max=6f)", 1, 14, "missing required attribute `a_min`")
 
 
 def test_keyword_attributes_on_a_non_operator() -> None:

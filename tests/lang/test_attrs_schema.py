@@ -34,8 +34,15 @@ def test_defaults_and_normalization():
 
 
 def test_required_field_missing():
-    with pytest.raises(AttrsError, match="missing required attribute `units`"):
-        SCHEMA.make()
+    strict = AttrsSchema("StrictAttrs", [AttrField("a_min", Kind.FLOAT, REQUIRED)])
+    with pytest.raises(AttrsError, match="missing required attribute `a_min`"):
+        strict.make()
+
+
+def test_required_nullable_field_may_be_omitted():
+    assert SCHEMA.make().units is None
+    # the printer still writes it, as TVM does (`units=None`)
+    assert dict(SCHEMA.make().non_default_items()) == {"units": None}
 
 
 def test_required_optional_field_accepts_none():

@@ -374,6 +374,9 @@ def features(mod: IRModule) -> set[str]:
                     out.add("call:attrs")
                 if isinstance(node.op, Call):
                     out.add("call:curried")
+                for arg in node.args:
+                    if isinstance(arg, GlobalVar | Constructor):
+                        out.add(f"value:{type(arg).__name__}")
             elif isinstance(node, Match):
                 out.add("match" if node.complete else "match?")
                 for clause in node.clauses:
@@ -410,17 +413,11 @@ def features(mod: IRModule) -> set[str]:
                 isinstance(a, Call) and uses[id(a)] > 1 for a in node.args
             ):
                 out.add("dag")
-        for node in post_order(function):
-            if isinstance(node, Call):
-                for arg in node.args:
-                    if isinstance(arg, GlobalVar):
-                        out.add("value:global")
-                    if isinstance(arg, Constructor):
-                        out.add("value:ctor")
     return out
 
 
 def constant_feature(c: Constant) -> str:
+    """`const:<dtype>` for a literal, `const:meta` for an array, else `const:meta_scalar:…`."""
     if c.is_scalar and c.dtype in LITERAL_DTYPES:
         return f"const:{c.dtype}"
     return "const:meta" if c.data.ndim else f"const:meta_scalar:{c.dtype}"
@@ -441,7 +438,7 @@ EXPECTED = {
     "type:scalar", "type:tensor", "dim:int", "dim:AnyDim", "dim:ShapeVar", "type:TupleType",
     "type:fn", "type:fn[T]", "type:TypeCall", "type:RefType", "type:IncompleteType",
     "type:TypeVar", "dotted", "digit", "empty", "unicode", "name:duplicate",
-    "shared", "dag", "value:global", "value:ctor",
+    "shared", "dag", "value:GlobalVar", "value:Constructor",
 }  # fmt: skip
 
 

@@ -1,0 +1,213 @@
+"""The `relay` command line, run in a subprocess: exit codes, diagnostics, outputs."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+GOOD = """#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(3), float32]) -> Tensor[(2, 3), float32] {
+  %0 = add(%x, %y);
+  multiply(%0, 2f)
+}
+"""
+
+TUPLE = """#[version = "0.0.5"]
+def @main(%x: Tensor[(2), float32]) {
+  (%x, (negative(%x), %x))
+}
+"""
+
+BAD_SYNTAX = """#[version = "0.0.5"]
+def @main(%x: Tensor[(2), float32]) {
+  %0 = add(%x, %x)
+  %0
+}
+"""
+
+BAD_TYPES = """#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(4, 5), float32]) {
+  nn.dense(%x, %w)
+}
+
+def @other(%a: Tensor[(2), float32], %b: Tensor[(2), int32]) {
+  add(%a, %b)
+}
+"""
+
+
+def relay(*args, stdin=None, cwd=None):
+    """Run `python -m relay ARGS`; return (exit code, stdout, stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "relay", *map(str, args)],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        cwd=cwd,
+        timeout=300,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.fixture
+def files(tmp_path):
+    paths = {}
+    for name, text in [
+        ("good", GOOD),
+        ("tuple", TUPLE),
+        ("syntax", BAD_SYNTAX),
+        ("types", BAD_TYPES),
+    ]:
+        path = tmp_path / f"{name}.relay"
+        path.write_text(text)
+        paths[name] = path
+    return paths
+
+
+def test_help_on_every_command():
+    for command in ([], ["check"], ["fmt"], ["run"]):
+        code, out, err = relay(*command, "--help")
+        assert code == 0, err
+        assert "usage: relay" in out
+
+
+def test_bad_usage_exits_2():
+    assert relay()[0] == 2
+    assert relay("frobnicate")[0] == 2
+    code, _, err = relay("run", "x.relay", "--target", "cuda")
+    assert code == 2 and "invalid choice" in err
+
+
+def test_check_prints_global_types(files):
+    code, out, err = relay("check", files["good"])
+    assert code == 0, err
+    assert (
+        "@main: fn (Tensor[(2, 3), float32], Tensor[(3), float32]) -> Tensor[(2, 3), float32]"
+        in out
+    )
+
+
+def test_check_syntax_error_has_location_and_caret(files):
+    code, _out, err = relay("check", files["syntax"])
+    assert code == 1
+    first = err.splitlines()[0]
+    assert first.startswith(f"{files['syntax']}:4:3: error:"), err
+    assert "expected `;`" in err
+    assert "Traceback" not in err
+    caret_line = err.splitlines()[2]
+    assert caret_line.strip().startswith("^")
+
+
+def test_check_reports_every_type_error(files):
+    code, _, err = relay("check", files["types"])
+    assert code == 1
+    assert f"{files['types']}:3:" in err and f"{files['types']}:7:" in err
+    assert "Traceback" not in err
+
+
+def test_missing_file_and_directory(tmp_path):
+    code, _, err = relay("check", tmp_path / "nope.relay")
+    assert code == 1 and "no such file" in err
+    code, _, err = relay("fmt", tmp_path)
+    assert code == 1 and "directory" in err
+
+
+def test_fmt_prints_canonical_form_and_check_mode(files, tmp_path):
+    code, out, err = relay("fmt", files["good"])
+    assert code == 0, err
+    assert out.startswith('#[version = "0.0.5"]')
+    canonical = tmp_path / "canonical.relay"
+    canonical.write_text(out)
+    assert relay("fmt", "--check", canonical)[0] == 0
+    assert relay("fmt", canonical)[1] == out  # idempotent
+    messy = tmp_path / "messy.relay"
+    messy.write_text(GOOD.replace("  %0", "      %0"))
+    assert relay("fmt", "--check", messy)[0] == 1
+    assert relay("fmt", "-i", messy)[0] == 0
+    assert messy.read_text() == out
+
+
+def test_fmt_reads_standard_input():
+    code, out, _ = relay("fmt", "-", stdin=GOOD)
+    assert code == 0 and "def @main" in out
+
+
+def test_run_interp_with_inputs_and_output(files, tmp_path):
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    y = np.ones(3, dtype="float32")
+    np.savez(tmp_path / "in.npz", x=x, y=y)
+    out = tmp_path / "out.npz"
+    code, stdout, err = relay(
+        "run", files["good"], "--target", "interp", "--inputs", tmp_path / "in.npz", "--output", out
+    )
+    assert code == 0, err
+    assert "time:" in stdout
+    with np.load(out) as result:
+        np.testing.assert_array_equal(result["out"], (x + y) * 2)
+
+
+def test_run_fills_missing_inputs_with_seeded_random_data(files, tmp_path):
+    outs = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.npz"
+        assert relay("run", files["good"], "--target", "interp", "--output", path)[0] == 0
+        with np.load(path) as result:
+            outs.append(result["out"])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert outs[0].shape == (2, 3) and outs[0].dtype == np.float32
+
+
+def test_run_tuple_outputs_are_flattened_depth_first(files, tmp_path):
+    x = np.array([1.0, 2.0], dtype="float32")
+    np.savez(tmp_path / "in.npz", x=x)
+    out = tmp_path / "out.npz"
+    code, _, err = relay(
+        "run",
+        files["tuple"],
+        "--target",
+        "interp",
+        "--inputs",
+        tmp_path / "in.npz",
+        "--output",
+        out,
+    )
+    assert code == 0, err
+    with np.load(out) as result:
+        assert sorted(result.files) == ["out0", "out1", "out2"]
+        np.testing.assert_array_equal(result["out1"], -x)
+
+
+@pytest.mark.parametrize(
+    ("arrays", "message"),
+    [
+        ({"x": np.zeros((3, 3), "float32")}, "argument `x`"),
+        ({"x": np.zeros((2, 3), "float64")}, "argument `x`"),
+        ({"z": np.zeros((2, 3), "float32")}, "unexpected input `z`"),
+    ],
+)
+def test_run_wrong_inputs_are_diagnosed(files, tmp_path, arrays, message):
+    np.savez(tmp_path / "in.npz", **arrays)
+    code, _, err = relay(
+        "run", files["good"], "--target", "interp", "--inputs", tmp_path / "in.npz"
+    )
+    assert code == 1
+    assert message in err and "Traceback" not in err
+
+
+def test_run_llvm_target_is_reported_unavailable(files):
+    code, _, err = relay("run", files["good"])
+    assert code == 1 and "--target interp" in err
+
+
+def test_run_example_model(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    code, _out, err = relay(
+        "run", root / "examples" / "mlp.relay", "--target", "interp", "--output", tmp_path / "o.npz"
+    )
+    assert code == 0, err
+    with np.load(tmp_path / "o.npz") as result:
+        probabilities = result["out"]
+    assert probabilities.shape == (1, 10)
+    assert abs(float(probabilities.sum()) - 1.0) < 1e-4
