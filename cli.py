@@ -136,12 +136,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     outputs = flatten_outputs(result)
     for key, array in outputs.items():
         print(f"{key}: {format_value(array)}")
+        print(f"  {_summary(array)}")
     median = float(np.median(timings)) * 1e3
     runs = f" (median of {len(timings)} runs)" if len(timings) > 1 else ""
     print(f"time: {median:.2f} ms{runs}, target {args.target}")
     if args.output:
         np.savez(args.output, **outputs)  # type: ignore[arg-type]
     return EXIT_OK
+
+
+def _summary(array: Any) -> str:
+    """Shape, dtype and a few statistics of a result tensor, for the terminal."""
+    import numpy as np
+
+    shape = "x".join(map(str, array.shape)) or "scalar"
+    text = f"{shape} {array.dtype}"
+    if array.size and array.dtype.kind in "iuf":
+        flat = array.reshape(-1)
+        text += (
+            f", min {flat.min():.6g}, max {flat.max():.6g}, mean {flat.mean():.6g}, "
+            f"argmax {int(np.argmax(flat))}"
+        )
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
