@@ -3,54 +3,29 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from relay.lang import (
     ANY,
-    Call,
-    Function,
     IncompleteType,
     ShapeVar,
     TensorType,
-    Tuple,
     TupleType,
-    Var,
     get_op,
 )
-from relay.lang.diagnostics import TypeCheckError
-from relay.typecheck import RelationContext, RelationError, infer_expr, relation_for
+from relay.testing.relations import StandaloneContext, f32
+from relay.testing.relations import op_call_type as call_type
+from relay.testing.relations import op_type_error as type_error
+from relay.typecheck import relation_for
 from relay.typecheck.relations.algorithm import einsum_shape
 
+
+def Ctx(final=True):
+    """A context that expects no unification."""
+    return StandaloneContext(final, strict=True)
+
+
 shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
-
-
-def call_type(op_name, *arg_types, tuple_arg=False, **attrs):
-    params = [Var(f"p{i}", t) for i, t in enumerate(arg_types)]
-    op = get_op(op_name)
-    args = [Tuple(params)] if tuple_arg else params
-    call = Call(op, args, op.make_attrs(**attrs))
-    return infer_expr(Function(params, call)).type_of(call)
-
-
-def type_error(op_name, *arg_types, **attrs) -> str:
-    with pytest.raises(TypeCheckError) as info:
-        call_type(op_name, *arg_types, **attrs)
-    return str(info.value)
-
-
-def f32(*shape):
-    return TensorType(shape, "float32")
-
-
-class Ctx(RelationContext):
-    """A stand-alone context that expects no unification."""
-
-    def __init__(self, final=True):
-        self.final = final
-
-    def unify(self, lhs, rhs):
-        raise RelationError("unexpected unification")
 
 
 @given(shapes, st.data())

@@ -21,7 +21,9 @@ from relay.lang import (
     get_op,
 )
 from relay.lang.op import all_ops
-from relay.typecheck import RelationContext, RelationError, infer_expr, relation_for
+from relay.testing.relations import StandaloneContext as Ctx
+from relay.testing.relations import f32
+from relay.typecheck import RelationError, infer_expr, relation_for
 from relay.typecheck.relations import missing_relations
 from relay.typecheck.relations.annotation import IDENTITIES
 
@@ -30,13 +32,6 @@ ATTRS = {
     "device_copy": {"src_virtual_device": 1, "dst_virtual_device": 2},
     "debug": {"debug_func": None},
 }
-
-
-class Ctx(RelationContext):
-    """A stand-alone context for relations that do not unify."""
-
-    def __init__(self, final=True):
-        self.final = final
 
 
 class UnifyingCtx(Ctx):
@@ -75,10 +70,6 @@ def test_every_declared_operator_has_a_relation():
     assert not missing, f"operators without a type relation: {', '.join(missing)}"
     for op in all_ops():
         assert callable(relation_for(op)), op.name
-
-
-def f32(*shape):
-    return TensorType(shape, "float32")
 
 
 def i32(*shape):

@@ -4,47 +4,18 @@ groups, layouts, transposes) and against the closed-form output size."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
-from relay.lang import ANY, Call, Function, IncompleteType, ShapeVar, TensorType, Var, get_op
-from relay.lang.diagnostics import TypeCheckError
-from relay.typecheck import RelationContext, RelationError, infer_expr, relation_for
+from relay.lang import ANY, IncompleteType, ShapeVar, TensorType, get_op
+from relay.testing.relations import StandaloneContext as Ctx
+from relay.testing.relations import f32
+from relay.testing.relations import op_call_type as call_type
+from relay.testing.relations import op_type_error as type_error
+from relay.typecheck import relation_for
 
 NAMES = {1: "nn.conv1d", 2: "nn.conv2d", 3: "nn.conv3d"}
 TRANSPOSED = {1: "nn.conv1d_transpose", 2: "nn.conv2d_transpose"}
-
-
-def call_type(op_name, *arg_types, **attrs):
-    params = [Var(f"p{i}", t) for i, t in enumerate(arg_types)]
-    op = get_op(op_name)
-    call = Call(op, params, op.make_attrs(**attrs))
-    return infer_expr(Function(params, call)).type_of(call)
-
-
-def type_error(op_name, *arg_types, **attrs) -> str:
-    with pytest.raises(TypeCheckError) as info:
-        call_type(op_name, *arg_types, **attrs)
-    return str(info.value)
-
-
-def f32(*shape):
-    return TensorType(shape, "float32")
-
-
-class Ctx(RelationContext):
-    """A stand-alone context: holes are bound in a dict."""
-
-    def __init__(self, final=True):
-        self.final = final
-        self.bound = {}
-
-    def unify(self, lhs, rhs):
-        if isinstance(lhs, IncompleteType):
-            self.bound[lhs] = rhs
-        elif lhs != rhs:
-            raise RelationError(f"{lhs} != {rhs}")
 
 
 def naive_conv(x, w, strides, before, after, dilation, groups):

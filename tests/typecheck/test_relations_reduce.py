@@ -3,46 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from relay.lang import ANY, Call, Function, IncompleteType, ShapeVar, TensorType, Var, get_op
-from relay.lang.diagnostics import TypeCheckError
-from relay.typecheck import RelationContext, RelationError, infer_expr, relation_for
+from relay.lang import ANY, IncompleteType, ShapeVar, TensorType, get_op
+from relay.testing.relations import StandaloneContext as Ctx
+from relay.testing.relations import op_call_type as call_type
+from relay.testing.relations import op_type_error as type_error
+from relay.typecheck import relation_for
 from relay.typecheck.relations.reduce import ARG_REDUCE, REDUCE
-
-
-def call_type(op_name, *arg_types, **attrs):
-    params = [Var(f"p{i}", t) for i, t in enumerate(arg_types)]
-    op = get_op(op_name)
-    call = Call(op, params, op.make_attrs(**attrs))
-    return infer_expr(Function(params, call)).type_of(call)
-
-
-def type_error(op_name, *arg_types, **attrs) -> str:
-    with pytest.raises(TypeCheckError) as info:
-        call_type(op_name, *arg_types, **attrs)
-    return str(info.value)
-
-
-class Ctx(RelationContext):
-    """A stand-alone context: holes are bound in a dict."""
-
-    def __init__(self, final=True):
-        self.final = final
-        self.bound = {}
-
-    def unify(self, lhs, rhs):
-        if isinstance(lhs, IncompleteType):
-            self.bound[lhs] = rhs
-        elif lhs != rhs:
-            raise RelationError(f"{lhs} != {rhs}")
-
-    def fresh(self):
-        return IncompleteType()
-
-    def resolve(self, t):
-        return self.bound.get(t, t)
 
 
 @st.composite

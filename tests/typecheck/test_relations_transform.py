@@ -13,55 +13,20 @@ from relay.lang import (
     IncompleteType,
     ShapeVar,
     TensorType,
-    Tuple,
     TupleType,
     Var,
     const,
     get_op,
 )
 from relay.lang.diagnostics import TypeCheckError
-from relay.typecheck import RelationContext, RelationError, infer_expr, relation_for
+from relay.testing.relations import StandaloneContext as Ctx
+from relay.testing.relations import f32
+from relay.testing.relations import op_call_type as call_type
+from relay.testing.relations import op_type_error as type_error
+from relay.typecheck import infer_expr, relation_for
 from relay.typecheck.relations.transform import reshape_shape
 
 shapes = st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple)
-
-
-def call_type(op_name, *arg_types, tuple_arg=False, **attrs):
-    params = [Var(f"p{i}", t) for i, t in enumerate(arg_types)]
-    op = get_op(op_name)
-    args = [Tuple(params)] if tuple_arg else params
-    call = Call(op, args, op.make_attrs(**attrs))
-    return infer_expr(Function(params, call)).type_of(call)
-
-
-def type_error(op_name, *arg_types, **attrs) -> str:
-    with pytest.raises(TypeCheckError) as info:
-        call_type(op_name, *arg_types, **attrs)
-    return str(info.value)
-
-
-def f32(*shape):
-    return TensorType(shape, "float32")
-
-
-class Ctx(RelationContext):
-    """A stand-alone context: holes are bound in a dict."""
-
-    def __init__(self, final=True):
-        self.final = final
-        self.bound = {}
-
-    def unify(self, lhs, rhs):
-        if isinstance(lhs, IncompleteType):
-            self.bound[lhs] = rhs
-        elif lhs != rhs:
-            raise RelationError(f"{lhs} != {rhs}")
-
-    def fresh(self):
-        return IncompleteType()
-
-    def resolve(self, t):
-        return self.bound.get(t, t)
 
 
 # --------------------------------------------------------------------------- reshape
