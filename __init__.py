@@ -24,11 +24,15 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def parse(text: str, source_name: str = "<string>") -> IRModule:
-    """Parse a module in the Relay text format (version 0.0.5)."""
+def parse(text: str, source_name: str = "<string>", prelude: bool = True) -> IRModule:
+    """Parse a module in the Relay text format (version 0.0.5).
+
+    Names of the prelude (`List`, `Cons`, `@map`, ...) that the text uses without declaring
+    them bring in the prelude's definitions; `prelude=False` turns that off.
+    """
     from .grammar import parse as _parse
 
-    return _parse(text, source_name)
+    return _parse(text, source_name, prelude=prelude)
 
 
 def parse_expr(text: str, source_name: str = "<string>") -> Expr:
@@ -38,11 +42,11 @@ def parse_expr(text: str, source_name: str = "<string>") -> Expr:
     return _parse_expr(text, source_name)
 
 
-def parse_file(path: str | os.PathLike[str]) -> IRModule:
+def parse_file(path: str | os.PathLike[str], prelude: bool = True) -> IRModule:
     """Parse a `.relay` file; diagnostics name the file as given."""
     from .grammar import parse_file as _parse_file
 
-    return _parse_file(path)
+    return _parse_file(path, prelude=prelude)
 
 
 def print_expr(expr: Expr, types: dict[Expr, Type] | None = None) -> str:

@@ -87,8 +87,10 @@ def _global_signatures(module):  # type: ignore[no-untyped-def]
 
 def cmd_fmt(args: argparse.Namespace) -> int:
     """Print the canonical form of a file (or check / rewrite it in place)."""
+    from .grammar.prelude import strip_prelude
+
     module, original = _parse_module(args.file)
-    text = module.astext()
+    text = strip_prelude(module).astext()  # the program as written, not the prelude it uses
     if args.check:
         if text != original:
             print(f"{args.file}: not in canonical form", file=sys.stderr)

@@ -74,8 +74,13 @@ class Actions(TypeActions):
     def module(self, c: list[Any]) -> IRModule:
         """The whole module: checks that every used global and ADT is defined."""
         self.check_definitions()
+        functions = self.functions
         types = {data.header: data for data, _ in self.type_defs.values()}
-        return IRModule(self.functions, types)
+        if self.prelude is not None and self.prelude.used:
+            prelude_functions, prelude_types = self.prelude.definitions()
+            functions = {**functions, **prelude_functions}
+            types.update(prelude_types)
+        return IRModule(functions, types)
 
     def expression(self, c: list[Any]) -> Expr:
         """A standalone expression."""
@@ -167,14 +172,16 @@ class Actions(TypeActions):
         return Ref(self.global_var(c[0], use=True), c[0], c[0])
 
     def name_ref(self, c: list[Any]) -> Ref:
-        """A constructor declared earlier, else an operator."""
+        """A constructor declared earlier, else an operator, else a prelude constructor."""
         token = c[0]
         name = token.value
         node: Expr | None = self.constructors.get(name)
         if node is None:
             node = lookup_op(name)
             if node is None:
-                self.error(token, f"unknown operator or constructor `{token}`")
+                node = self.constructor(token)
+                if node is None:
+                    self.error(token, f"unknown operator or constructor `{token}`")
         return Ref(node, token, token)
 
     def unwrap(self, x: Any) -> Expr:

@@ -27,8 +27,10 @@ from ..lang.metadata import read_metadata
 from ..lang.module import IRModule
 from ..lang.span import SourceFile, Span
 from .actions import Actions
+from .declscan import scan_declarations
 from .driver import Driver, SyntaxProblem
 from .errors import convert
+from .prelude import PreludeLink, load_prelude
 from .prepass import prepare
 
 _GRAMMAR = Path(__file__).with_name("relay.lark")
@@ -70,9 +72,15 @@ def _parser() -> Driver:
     return _driver
 
 
-def parse(text: str, source_name: str = "<string>") -> IRModule:
-    """Parse a module: `def`, `type` and `extern type` items, then optional metadata."""
-    result = _parse(text, source_name, "module")
+def parse(text: str, source_name: str = "<string>", prelude: bool = True) -> IRModule:
+    """Parse a module: `def`, `type` and `extern type` items, then optional metadata.
+
+    With `prelude` (the default), a name the module uses but does not declare that the
+    prelude declares (`List`, `Cons`, `@map`, ...) means the prelude's definition, and the
+    module gets the prelude definitions it needs (see `prelude.py`). With `prelude=False`
+    such names are errors.
+    """
+    result = _parse(text, source_name, "module", prelude)
     assert isinstance(result, IRModule)
     return result
 
@@ -84,24 +92,28 @@ def parse_expr(text: str, source_name: str = "<string>") -> Expr:
     return result
 
 
-def parse_file(path: str | os.PathLike[str]) -> IRModule:
+def parse_file(path: str | os.PathLike[str], prelude: bool = True) -> IRModule:
     """Parse the module in the file `path` (diagnostics name the path as given)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ParseError(f"cannot read {os.fspath(path)}: {exc}") from None
-    return parse(text, os.fspath(path))
+    return parse(text, os.fspath(path), prelude)
 
 
-def _parse(text: str, source_name: str, start: str) -> Any:
+def _parse(text: str, source_name: str, start: str, prelude: bool = False) -> Any:
     source = SourceFile(source_name, text)
     prepared = prepare(source)
     metadata = None
     if prepared.metadata is not None:
         metadata = _read_metadata(source, prepared.metadata, prepared.metadata_offset)
+    link = None
+    if prelude and start == "module":  # loaded outside the lock: loading parses the prelude
+        declared = scan_declarations(prepared.text)
+        link = PreludeLink(load_prelude().view(declared), declared)
     with _LOCK:
         driver = _parser()
-        _ACTIONS.begin(source, start, metadata)
+        _ACTIONS.begin(source, start, metadata, link)
         collecting = gc.isenabled()
         gc.disable()  # the parse allocates many long-lived objects and no garbage cycles
         try:

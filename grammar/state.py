@@ -19,6 +19,7 @@ from ..lang.expr import Expr, Function, GlobalVar
 from ..lang.metadata import UnsupportedMeta
 from ..lang.span import SourceFile, Span
 from ..lang.types import GlobalTypeVar
+from .prelude import PreludeLink
 
 _META = re.compile(r"meta\[([^\]]*)\]\[([0-9]+)\]")
 
@@ -96,12 +97,20 @@ class ParseState:
     metadata: dict[str, list[object]] | None
 
     def begin(
-        self, source: SourceFile, mode: str, metadata: dict[str, list[object]] | None
+        self,
+        source: SourceFile,
+        mode: str,
+        metadata: dict[str, list[object]] | None,
+        prelude: PreludeLink | None = None,
     ) -> None:
-        """Reset for a new parse of `source` (`mode` is "module" or "expression")."""
+        """Reset for a new parse of `source` (`mode` is "module" or "expression").
+
+        With `prelude`, names the program does not declare fall back to the prelude's.
+        """
         self.source = source
         self.mode = mode
         self.metadata = metadata
+        self.prelude = prelude
         self.vars = Scope()
         self.type_vars = Scope()
         self.graph: dict[str, tuple[Expr, Token]] = {}
@@ -145,6 +154,13 @@ class ParseState:
         name = token[1:]
         gv = self.globals.get(name)
         if gv is None:
+            if self.prelude is not None:
+                fallback = self.prelude.global_var(name)
+                if fallback is not None:
+                    if not use:
+                        self._missed_declaration(token, f"@{name}")
+                    self.globals[name] = fallback
+                    return fallback
             gv = self.globals[name] = GlobalVar(name, span=self.token_span(token))
         if use and name not in self.global_uses:
             self.global_uses[name] = self.token_span(token)
@@ -155,18 +171,56 @@ class ParseState:
         name = str(token)
         gtv = self.adts.get(name)
         if gtv is None:
+            if self.prelude is not None:
+                fallback = self.prelude.adt(name)
+                if fallback is not None:
+                    if not use:
+                        self._missed_declaration(token, f"type `{name}`")
+                    self.adts[name] = fallback
+                    return fallback
             gtv = self.adts[name] = GlobalTypeVar(name)
         if use and name not in self.adt_uses:
             self.adt_uses[name] = self.token_span(token)
         return gtv
 
+    def constructor(self, token: Token) -> Constructor | None:
+        """The constructor `token` names: the program's (declared earlier), else the prelude's.
+
+        A use of a prelude constructor's name before the program's own declaration of that
+        name is an error: the program's name wins everywhere, but TVM's text format (and
+        this parser) need a constructor declared before it is used.
+        """
+        name = str(token)
+        ctor = self.constructors.get(name)
+        if ctor is None and self.prelude is not None:
+            ctor = self.prelude.constructor(name)
+            if ctor is None:
+                offset = self.prelude.hidden_constructor(name)
+                if offset is not None:
+                    line, column = self.source.position(offset)
+                    self.error(
+                        token,
+                        f"unknown operator or constructor `{name}`: it is used before its "
+                        f"declaration at {line}:{column} and also names a prelude constructor",
+                        "declare the type before its constructors are used",
+                    )
+        return ctor
+
+    def _missed_declaration(self, token: Token, what: str) -> NoReturn:
+        self.error(
+            token,
+            f"internal parser error: the declaration of {what} was missed by the scan for "
+            "declarations, so earlier uses may mean the prelude's",
+        )
+
     def check_definitions(self) -> None:
-        """Every used global and ADT of a module must be defined somewhere in it."""
+        """Every used global and ADT of a module must be defined in it (or in the prelude)."""
+        used = self.prelude.used if self.prelude is not None else set()
         for name, span in self.global_uses.items():
-            if name not in self.defined:
+            if name not in self.defined and ("def", name) not in used:
                 self.error(span, f"undefined global function @{name}")
         for name, span in self.adt_uses.items():
-            if name not in self.type_defs:
+            if name not in self.type_defs and ("type", name) not in used:
                 self.error(span, f"unknown type `{name}` (not a dtype, type variable or ADT)")
 
     # ------------------------------------------------------------------ metadata

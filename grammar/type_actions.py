@@ -198,6 +198,8 @@ class TypeActions(ParseState):
             name = str(token)
             if name in self.constructors:
                 self.error(token, f"duplicate constructor `{name}`")
+            if self.prelude is not None and self.prelude.missed_constructor(name):
+                self._missed_declaration(token, f"constructor `{name}`")
             ctor = Constructor(name, inputs, gtv, tag, span=self.span(token, last))
             self.constructors[name] = ctor
             constructors.append(ctor)
@@ -247,7 +249,7 @@ class TypeActions(ParseState):
     def pattern_ctor(self, c: list[Any]) -> Pattern:
         """`Nil`, `Nil()`, `Cons(p, q)`"""
         token = c[0]
-        ctor = self.constructors.get(str(token))
+        ctor = self.constructor(token)
         if ctor is None:
             self.error(token, f"unknown constructor `{token}`")
         subs: list[Pattern] = c[2] if len(c) > 3 else []

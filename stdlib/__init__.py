@@ -2,7 +2,11 @@
 
 The `.relay` files ship inside the package (package data), so they are found with
 `importlib.resources` whether relay runs from a source tree, an editable install or a wheel.
-Parse the text with `relay.grammar.parse(prelude_text(), str(prelude_path()))`.
+
+Programs need no import to use the prelude: `relay.grammar.parse` falls back to the
+prelude for names a program uses but does not declare (`List`, `Cons`, `@map`, ...) and
+adds the definitions it needs to the module (`relay.grammar.prelude`). The whole prelude,
+parsed once per process, is `relay.grammar.prelude.prelude_module()`.
 """
 
 from __future__ import annotations

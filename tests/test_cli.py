@@ -211,3 +211,22 @@ def test_run_example_model(tmp_path):
         probabilities = result["out"]
     assert probabilities.shape == (1, 10)
     assert abs(float(probabilities.sum()) - 1.0) < 1e-4
+
+
+PRELUDE_USER = """#[version = "0.0.5"]
+def @main(%x: Tensor[(2), float32]) -> int32 {
+  @length(Cons(%x, Cons(%x, Nil)))
+}
+"""
+
+
+def test_fmt_does_not_copy_the_prelude_into_the_program(tmp_path):
+    path = tmp_path / "uses_prelude.relay"
+    path.write_text(PRELUDE_USER)
+    code, out, err = relay("fmt", path)
+    assert code == 0, err
+    assert "def @length" not in out and "type List" not in out
+    assert "@length(" in out
+    code, out, err = relay("run", path, "--target", "interp")
+    assert code == 0, err
+    assert out.startswith("out: 2")

@@ -74,7 +74,7 @@ def take(args: list[Value], attrs: Attrs | None) -> Array:
     idx = _int_indices("take", raw)
     if a.axis is None:
         flat = data.reshape(-1)
-        return flat[_mode_indices("take", idx, flat.size, a.mode)]
+        return np.asarray(flat[_mode_indices("take", idx, flat.size, a.mode)])
     if data.ndim == 0:
         raise EvalError("take along an axis of a scalar")
     axis = normalize_axis("take", a.axis, data.ndim)
@@ -136,7 +136,7 @@ def gather_nd(args: list[Value], attrs: Attrs | None) -> Array:
         np.arange(data.shape[j]).reshape([data.shape[j] if k == j else 1 for k in range(rank)])
         for j in range(b)
     ]
-    return data[tuple(batch + [idx[j] for j in range(m)])]
+    return np.asarray(data[tuple(batch + [idx[j] for j in range(m)])])  # rank 0 stays an array
 
 
 @implementation("scatter_elements")

@@ -366,8 +366,10 @@ def mirror_pad(args: list[Value], attrs: Attrs | None) -> Array:
 # -------------------------------------------------------------------------- resampling
 
 
-def _round_half_away(value: float) -> int:
-    return math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1)
+def _scaled_size(size: int, scale: float) -> int:
+    """TVM's `round(size * scale)`: it folds `round` of a constant with `std::nearbyint`
+    (half to even), as the type relation does."""
+    return round(size * scale)
 
 
 @implementation("nn.upsampling")
@@ -379,8 +381,8 @@ def upsampling(args: list[Value], attrs: Attrs | None) -> Array:
     if len(axes) != 2:
         raise EvalError(f"nn.upsampling: layout `{a.layout}` needs H and W")
     sizes = [
-        _round_half_away(x.shape[axes[0]] * a.scale_h),
-        _round_half_away(x.shape[axes[1]] * a.scale_w),
+        _scaled_size(x.shape[axes[0]], a.scale_h),
+        _scaled_size(x.shape[axes[1]], a.scale_w),
     ]
     mode = "align_corners" if a.align_corners else "asymmetric"
     return resize(x, axes, sizes, method=a.method, mode=mode, int_div=True)
@@ -395,7 +397,7 @@ def upsampling3d(args: list[Value], attrs: Attrs | None) -> Array:
     if len(axes) != 3:
         raise EvalError(f"nn.upsampling3d: layout `{a.layout}` needs D, H and W")
     scales = (a.scale_d, a.scale_h, a.scale_w)
-    sizes = [_round_half_away(x.shape[ax] * s) for ax, s in zip(axes, scales)]
+    sizes = [_scaled_size(x.shape[ax], s) for ax, s in zip(axes, scales)]
     mode = a.coordinate_transformation_mode
     return resize(x, axes, sizes, method=a.method, mode=mode)
 
