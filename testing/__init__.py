@@ -22,17 +22,23 @@ from .strategies import (
     usable_ops,
     var_names,
 )
+from .typed_ops import op_calls
+from .typed_programs import dataflow_programs, functional_programs, inputs_for
 
 __all__ = [
     "LITERAL_DTYPES",
     "METADATA_DTYPES",
     "attrs_for",
     "constants",
+    "dataflow_programs",
     "exprs",
     "func_attrs",
+    "functional_programs",
+    "inputs_for",
     "literal_constants",
     "metadata_constants",
     "modules",
+    "op_calls",
     "patterns",
     "types",
     "usable_ops",

@@ -229,7 +229,10 @@ def _static_shape(attrs: Attrs | None) -> tuple[int, ...]:
     shape = attr(attrs, "shape")
     if shape is None:
         raise RelationError("the attribute `shape` must be a list of sizes (not None)")
-    return tuple(shape)  # type: ignore[arg-type]
+    sizes: tuple[int, ...] = tuple(shape)  # type: ignore[arg-type]
+    if any(d < 0 for d in sizes):
+        raise RelationError(f"shape={list(sizes)}: a size cannot be negative")
+    return sizes
 
 
 @relation("zeros", "ones")

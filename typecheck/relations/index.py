@@ -121,6 +121,11 @@ def gather_nd_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -
             f"the first dimension of the indices `{type_text(indices)}` (the index depth) "
             "must be known, or given as index_rank"
         )
+    if batch > indices.ndim - 1:
+        raise RelationError(
+            f"batch_dims={batch}, but the indices `{type_text(indices)}` have only "
+            f"{indices.ndim - 1} dimensions after the index tuple"
+        )
     if batch < 0 or depth < 0 or depth + batch > data.ndim:
         raise RelationError(
             f"indices of depth {depth} with batch_dims={batch} address more axes than the "

@@ -390,8 +390,8 @@ def mirror_pad_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) 
 
 def _scale(attrs: Attrs | None, name: str) -> float:
     scale = float_attr(attrs, name)
-    if scale <= 0:
-        raise RelationError(f"{name}={scale:g} must be positive")
+    if not 0 < scale < float("inf"):
+        raise RelationError(f"{name}={scale:g} must be positive and finite")
     return scale
 
 

@@ -1,0 +1,120 @@
+"""`PassContext`: opt level, required and disabled passes, per-pass options, instruments.
+
+Use it explicitly (`seq(mod, ctx)`) or as a context manager (`with PassContext(...):`),
+which makes it `PassContext.current()` for passes called without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+from attrs import define, field
+
+from ..lang.module import IRModule
+from .pass_base import Pass, PassError, convert_option, get_pass, option_key
+
+if TYPE_CHECKING:
+    from .instruments import PassInstrument
+
+
+def _names(items: Any) -> tuple[str, ...]:
+    return tuple(items)
+
+
+def _options(value: Mapping[str, Mapping[str, object]]) -> dict[str, dict[str, object]]:
+    return {name: dict(opts) for name, opts in value.items()}
+
+
+@define(eq=False)
+class PassContext:
+    """Settings under which passes run.
+
+    TVM's rule decides what a `Sequential` runs: a pass runs iff it is not in `disabled`
+    and (it is in `required` or `opt_level >= pass.opt_level`). `options` maps a pass name
+    to option values (`{"fuse-ops": {"max-depth": 8}}`), overriding the pass's own.
+    `debug=True` adds a `DebugInstrument` (well-formedness, types and normal forms are
+    checked after every pass) unless one is among `instruments`.
+    """
+
+    opt_level: int = 2
+    required: tuple[str, ...] = field(default=(), converter=_names)
+    disabled: tuple[str, ...] = field(default=(), converter=_names)
+    options: dict[str, dict[str, object]] = field(factory=dict, converter=_options)
+    instruments: tuple[PassInstrument, ...] = field(default=(), converter=tuple)
+    debug: bool = False
+
+    _stack: ClassVar[list[PassContext]] = []
+
+    def __attrs_post_init__(self) -> None:
+        for name, opts in self.options.items():
+            p = get_pass(name)
+            for key, value in opts.items():
+                convert_option(name, key, value, p.options_type)
+        for name in (*self.required, *self.disabled):
+            get_pass(name)
+
+    @classmethod
+    def current(cls) -> PassContext:
+        """The innermost context entered with `with`, or a default one."""
+        return cls._stack[-1] if cls._stack else cls()
+
+    def __enter__(self) -> PassContext:
+        PassContext._stack.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        PassContext._stack.pop()
+
+    @property
+    def all_instruments(self) -> tuple[PassInstrument, ...]:
+        """The instruments, plus a `DebugInstrument` when `debug` is set."""
+        from .instruments import DebugInstrument
+
+        if self.debug and not any(isinstance(i, DebugInstrument) for i in self.instruments):
+            return (*self.instruments, DebugInstrument())
+        return self.instruments
+
+    def options_for(self, p: Pass) -> Any:
+        """The options `p` runs with: its own, overridden by this context's `options`."""
+        overrides = self.options.get(p.name)
+        if not overrides:
+            return p.options
+        changes = {
+            option_key(k): convert_option(p.name, k, v, p.options_type)
+            for k, v in overrides.items()
+        }
+        return attrs.evolve(p.options, **changes)
+
+    def decide(self, p: Pass) -> tuple[bool, str]:
+        """Whether a `Sequential` runs `p` under this context, and why."""
+        if p.name in self.disabled:
+            return False, "disabled by the PassContext"
+        if p.name in self.required:
+            return True, "required by the PassContext"
+        if self.opt_level >= p.opt_level:
+            return True, f"opt_level {p.opt_level} <= {self.opt_level}"
+        return False, f"needs opt_level {p.opt_level} > context opt_level {self.opt_level}"
+
+    def pass_enabled(self, p: Pass) -> bool:
+        """TVM's `PassContext::PassEnabled`."""
+        return self.decide(p)[0]
+
+    def run_pass(self, p: Pass, mod: IRModule) -> IRModule:
+        """Run `p` on `mod`, telling every instrument before and after."""
+        instruments = self.all_instruments
+        for inst in instruments:
+            inst.before_pass(p, mod, self)
+        result = p.apply(mod, self)
+        for inst in instruments:
+            inst.after_pass(p, mod, result, self)
+        return result
+
+    def report_skipped(self, p: Pass, reason: str) -> None:
+        """Tell every instrument that `p` was skipped, and why."""
+        for inst in self.all_instruments:
+            inst.skipped_pass(p, reason, self)
+
+
+__all__ = ["PassContext", "PassError"]

@@ -1,0 +1,309 @@
+"""Operator fusion: partition each function's dataflow graph into `Primitive` functions.
+
+Follows TVM's `FuseOps` (see `dominators.py` for the graph): every operator call, tuple
+and projection belongs to a group; a group becomes `fn(params) { ops }` with attribute
+`Primitive=1`, called where the group's output was. Groups are grown with a union-find
+over the post-dominator tree in three phases:
+
+* phase 0: an out-elementwise-fusable op (conv2d, dense) takes the elementwise/broadcast
+  chain after it when every path to its post-dominator is at most broadcast;
+  elementwise/broadcast ops fuse into an injective, reduction or anchored sink;
+* phase 1: injective ops and tuples fuse forward when every path is at most injective;
+* phase 2: injective ops fuse into an intermediate tuple already fused into an injective
+  op (the concatenate of inception blocks).
+
+Reductions never fuse forward; no group holds two ops above broadcast; a group holds at
+most `max_depth` nodes; with `opt_level=0` every op is its own group. Scalar constants
+are inlined in the groups, other constants become parameters.
+
+Before::
+
+    fn (%x, %w, %b) { nn.relu(nn.bias_add(nn.conv2d(%x, %w), %b)) }
+
+After::
+
+    fn (%x, %w, %b) {
+      (fn (%p0, %p1, %p2, Primitive=1) { nn.relu(nn.bias_add(nn.conv2d(%p0, %p1), %p2)) })(
+        %x, %w, %b)
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from attrs import define, field
+
+from ..lang.attrs import FuncAttrs
+from ..lang.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
+from ..lang.module import IRModule
+from ..lang.op import Op, OpPattern
+from ..lang.traversal import children, with_children
+from ..lang.types import Type
+from ..typecheck import infer_module
+from ..typecheck.result import ModuleTypes
+from .dominators import (
+    IndexedGraph,
+    PostDomTree,
+    graph_post_order,
+    is_opaque_leaf,
+    is_simple_scalar,
+    post_dominator_tree,
+)
+
+MAX_FUSE_DEPTH = 256
+"""TVM's default `kMaxFusedOps` (`relay.FuseOps.max_depth`)."""
+
+_Cond = Callable[[OpPattern, bool], bool]
+
+
+@define(eq=False)
+class _Group:
+    parent: _Group | None
+    pattern: OpPattern
+    root: int
+    """Index of the node whose value is the group's output (the sink)."""
+    anchor: int | None = None
+    num_nodes: int = 1
+
+    def find_root(self) -> _Group:
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        node = self
+        while node.parent is not None:  # path compression
+            nxt = node.parent
+            node.parent = root
+            node = nxt
+        return root
+
+
+@define(eq=False)
+class Partitioner:
+    """TVM's `GraphPartitioner`: assigns every node of `graph` to a group."""
+
+    graph: IndexedGraph
+    opt_level: int
+    max_depth: int
+    groups: list[_Group] = field(factory=list)
+
+    def partition(self) -> list[_Group]:
+        """One group per node (shared objects: use `find_root` for the final group)."""
+        for node in self.graph.nodes:
+            g = _Group(None, node.pattern, node.index)
+            if node.pattern == OpPattern.OUT_ELEMWISE_FUSABLE:
+                g.anchor = node.index
+            self.groups.append(g)
+        if self.opt_level == 0:
+            return self.groups
+        tree = post_dominator_tree(self.graph)
+        for phase in range(3):
+            self._run_fuse(tree, phase)
+        return self.groups
+
+    # ------------------------------------------------------------------ graph walks
+
+    def _reach(self, src: int, sink: int) -> list[int]:
+        """Every node on a path from `src` (excluded) to `sink` (included)."""
+        seen: set[int] = set()
+        out: list[int] = []
+        stack = [o for o, _ in reversed(self.graph.nodes[src].outputs)]
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            out.append(i)
+            if i != sink:
+                stack.extend(o for o, _ in reversed(self.graph.nodes[i].outputs))
+        return out
+
+    def _check_path(self, src: int, sink: int, cond: _Cond) -> bool:
+        return all(
+            cond(self.groups[i].find_root().pattern, i == sink) for i in self._reach(src, sink)
+        )
+
+    def _try_fuse(self, src: int, sink: int, cond: _Cond) -> None:
+        """Merge every node on the paths from `src` to `sink` into the sink's group if the
+        result stays within `max_depth` nodes and `cond` holds on every path."""
+        if self._count_with_child(src, sink) <= self.max_depth and self._check_path(
+            src, sink, cond
+        ):
+            self._commit_fuse(src, sink)
+
+    def _commit_fuse(self, src: int, sink: int) -> None:
+        target = self.groups[sink]
+        for i in [src, *self._reach(src, sink)]:
+            if i != sink:
+                self._merge(self.groups[i], target)
+
+    def _merge(self, child: _Group, parent: _Group) -> None:
+        child = child.find_root()
+        parent = parent.find_root()
+        if child is parent:
+            return
+        parent.num_nodes += child.num_nodes
+        child.parent = parent
+        if child.anchor is not None:
+            assert parent.anchor is None, "fusion merged two groups with anchors"
+            parent.anchor = child.anchor
+            parent.pattern = max(child.pattern, parent.pattern)
+
+    def _count_with_child(self, child: int, sink: int) -> int:
+        total = self.groups[sink].find_root().num_nodes + self.groups[child].num_nodes
+        for i in self._reach(child, sink):
+            if i != sink:
+                total += self.groups[i].num_nodes
+        return total
+
+    # ------------------------------------------------------------------ phases
+
+    def _run_fuse(self, tree: PostDomTree, phase: int) -> None:
+        groups = self.groups
+        for nid in range(len(groups)):
+            group = groups[nid]
+            dom = tree.parent[nid]
+            if group.pattern == OpPattern.OPAQUE or dom is None:
+                continue
+            dom_group = groups[dom]
+            if phase == 2:
+                # injective ops join an intermediate tuple already fused into an injective op
+                dom_root = dom_group.find_root()
+                if (
+                    group.pattern <= OpPattern.INJECTIVE
+                    and dom_group.pattern == OpPattern.TUPLE
+                    and dom_root.pattern <= OpPattern.INJECTIVE
+                ):
+                    self._try_fuse(nid, dom, _injective)
+                continue
+            if group.find_root() is dom_group.find_root() or dom_group.pattern == OpPattern.TUPLE:
+                continue
+            dom_pattern = tree.pattern[nid]
+            if group.pattern == OpPattern.OUT_ELEMWISE_FUSABLE:
+                if phase == 0 and dom_pattern == OpPattern.ELEMWISE:
+                    self._try_fuse(nid, dom, _broadcast)
+            elif group.pattern <= OpPattern.BROADCAST:
+                if dom_pattern <= OpPattern.INJECTIVE or dom_pattern == OpPattern.COMM_REDUCE:
+                    self._try_fuse(nid, dom, _into_sink)
+            elif group.pattern in (OpPattern.INJECTIVE, OpPattern.TUPLE) and phase == 1:
+                self._try_fuse(nid, dom, _injective)
+            # COMM_REDUCE never fuses forward.
+
+
+def _injective(kind: OpPattern, is_sink: bool) -> bool:
+    return kind <= OpPattern.INJECTIVE
+
+
+def _broadcast(kind: OpPattern, is_sink: bool) -> bool:
+    return kind <= OpPattern.BROADCAST
+
+
+def _into_sink(kind: OpPattern, is_sink: bool) -> bool:
+    if not is_sink:
+        return kind <= OpPattern.INJECTIVE
+    return kind <= OpPattern.COMM_REDUCE or kind == OpPattern.OUT_ELEMWISE_FUSABLE
+
+
+# ---------------------------------------------------------------------- rewriting
+
+
+@define(eq=False)
+class _GroupInfo:
+    params: list[Var] = field(factory=list)
+    args: list[Expr] = field(factory=list)
+    by_arg: dict[int, Var] = field(factory=dict)
+
+    def param_for(self, arg: Expr, ty: Type | None) -> Var:
+        v = self.by_arg.get(id(arg))
+        if v is None:
+            v = Var(f"p{len(self.params)}", ty)
+            self.by_arg[id(arg)] = v
+            self.params.append(v)
+            self.args.append(arg)
+        return v
+
+
+def _fuse_body(
+    body: Expr, params: tuple[Var, ...], types: ModuleTypes, opt_level: int, max_depth: int
+) -> Expr:
+    graph = IndexedGraph.build(body, params, types)
+    groups = Partitioner(graph, opt_level, max_depth).partition()
+    roots = [g.find_root() for g in groups]
+    infos: dict[int, _GroupInfo] = {}
+    memo: dict[int, Expr] = {}
+
+    def group_of(e: Expr) -> _Group | None:
+        i = graph.index_of.get(id(e))
+        return None if i is None else roots[i]
+
+    def new_args(args: tuple[Expr, ...], group: _Group) -> list[Expr]:
+        out: list[Expr] = []
+        info = infos.setdefault(id(group), _GroupInfo())
+        for arg in args:
+            new = memo[id(arg)]
+            if group_of(arg) is group or is_simple_scalar(arg):
+                out.append(new)
+            else:
+                out.append(info.param_for(new, types.table.get(arg)))
+        return out
+
+    def wrap(group: _Group, orig: Expr, inner: Expr) -> Expr:
+        info = infos.setdefault(id(group), _GroupInfo())
+        fn = Function(
+            info.params,
+            inner,
+            types.table.get(orig),
+            attrs=FuncAttrs({"Primitive": 1}),
+            span=orig.span,
+        )
+        return Call(fn, info.args, span=orig.span)
+
+    for e in graph_post_order(body):
+        if is_opaque_leaf(e):
+            memo[id(e)] = e
+            continue
+        group = group_of(e)
+        if isinstance(e, Call) and isinstance(e.op, Op) and group is not None:
+            call = e.replace(args=tuple(new_args(e.args, group)))
+            is_root = graph.nodes[group.root].expr is e
+            memo[id(e)] = wrap(group, e, call) if is_root else call
+        elif isinstance(e, Tuple) and group is not None and graph.nodes[group.root].expr is not e:
+            memo[id(e)] = e.replace(fields=tuple(new_args(e.fields, group)))
+        elif isinstance(e, TupleGetItem) and group is not None:
+            is_root = graph.nodes[group.root].expr is e
+            if is_root and group_of(e.tuple_value) is not group:
+                memo[id(e)] = e.replace(tuple_value=memo[id(e.tuple_value)])
+            else:
+                item = e.replace(tuple_value=new_args((e.tuple_value,), group)[0])
+                memo[id(e)] = wrap(group, e, item) if is_root else item
+        else:
+            kids = children(e)
+            memo[id(e)] = with_children(e, [memo[id(k)] for k in kids]) if kids else e
+    return memo[id(body)]
+
+
+def fuse_function(
+    fn: Function, types: ModuleTypes, opt_level: int = 3, max_depth: int = MAX_FUSE_DEPTH
+) -> Function:
+    """`fn` with its operators grouped into `Primitive` functions (types from `types`)."""
+    if fn.is_primitive or "Compiler" in fn.attrs:
+        return fn
+    body = _fuse_body(fn.body, fn.params, types, opt_level, max_depth)
+    return fn if body is fn.body else fn.replace(body=body)
+
+
+def fuse_ops(mod: IRModule, opt_level: int = 3, max_depth: int = MAX_FUSE_DEPTH) -> IRModule:
+    """Fuse the operators of every global function of `mod` (TVM's `FuseOps`).
+
+    `opt_level=0` puts every operator in its own `Primitive` function; `max_depth` bounds
+    the number of nodes of a group. The module must type-check.
+    """
+    if max_depth < 1:
+        raise ValueError("fuse_ops: max_depth must be at least 1")
+    types = infer_module(mod)
+    out = mod
+    for gv, fn in mod.functions.items():
+        new = fuse_function(fn, types, opt_level, max_depth)
+        if new is not fn:
+            out = out.with_function(gv, new)
+    return out

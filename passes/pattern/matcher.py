@@ -1,0 +1,323 @@
+"""Matching dataflow patterns against expressions.
+
+The matcher recurses over the *pattern* (a handful of nodes), never over the program;
+the dominator pattern's walk along the program uses an explicit stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from attrs import define, field
+
+from ...lang.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from ...lang.op import Op
+from ...lang.structural import structural_equal
+from ...lang.traversal import post_order
+from ...lang.types import TensorType, Type
+from ...typecheck import ModuleTypes, infer_expr
+from .patterns import (
+    AltPattern,
+    AttrPattern,
+    CallPattern,
+    CapturePattern,
+    ConstantPattern,
+    DFPattern,
+    DominatorPattern,
+    DTypePattern,
+    ExprPattern,
+    OpNamePattern,
+    ShapePattern,
+    TupleGetItemPattern,
+    TuplePattern,
+    TypePattern,
+    VarPattern,
+    WildcardPattern,
+)
+
+_LEAVES = (WildcardPattern, VarPattern, ConstantPattern, ExprPattern)
+
+
+@define(frozen=True, eq=False)
+class Match:
+    """A successful match: the matched `expr`, its named `captures`, its `region` (the
+    nodes matched by call, tuple, projection and dominator-path patterns, `expr` included)
+    and its `inputs` (the other nodes matched by wildcard, variable, constant and
+    expression patterns, in order of first appearance). Operators are in neither."""
+
+    expr: Expr
+    captures: dict[str, Expr] = field(factory=dict)
+    inputs: tuple[Expr, ...] = ()
+    region: tuple[Expr, ...] = ()
+
+    def __getitem__(self, name: str) -> Expr:
+        return self.captures[name]
+
+
+def dataflow_inputs(e: Expr) -> tuple[Expr, ...]:
+    """The dataflow inputs of `e`: call arguments, tuple fields, the projected tuple."""
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Tuple):
+        return e.fields
+    if isinstance(e, TupleGetItem):
+        return (e.tuple_value,)
+    return ()
+
+
+def consumers(root: Expr) -> dict[int, list[Expr]]:
+    """For each node reachable from `root` (by id), the nodes that use it as an input."""
+    uses: dict[int, list[Expr]] = {}
+    for node in post_order(root):
+        for child in dataflow_inputs(node):
+            uses.setdefault(id(child), []).append(node)
+    return uses
+
+
+def root_classes(pattern: DFPattern) -> frozenset[type] | None:
+    """The node classes `pattern` can match at its root (None: any), to skip hopeless
+    match attempts quickly."""
+    if isinstance(pattern, CallPattern):
+        return frozenset({Call})
+    if isinstance(pattern, TuplePattern):
+        return frozenset({Tuple})
+    if isinstance(pattern, TupleGetItemPattern):
+        return frozenset({TupleGetItem})
+    if isinstance(pattern, ConstantPattern):
+        return frozenset({Constant})
+    if isinstance(pattern, VarPattern):
+        return frozenset({Var})
+    if isinstance(pattern, OpNamePattern):
+        return frozenset({Op})
+    if isinstance(pattern, AltPattern):
+        left, right = root_classes(pattern.left), root_classes(pattern.right)
+        return None if left is None or right is None else left | right
+    if isinstance(pattern, DominatorPattern):
+        return root_classes(pattern.child)
+    if isinstance(pattern, AttrPattern | TypePattern | DTypePattern | ShapePattern):
+        return root_classes(pattern.pattern)
+    if isinstance(pattern, CapturePattern):
+        return root_classes(pattern.pattern)
+    return None
+
+
+def _freeze(value: object) -> object:
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+class Matcher:
+    """Matches patterns at nodes of one graph.
+
+    `types` returns the types of the graph's nodes (called at most once, when a type
+    constraint is first checked); `uses` returns its consumer map (for dominator patterns).
+    A node whose type or consumers are unknown (a node built after they were computed)
+    does not match, and `unknown` is set so that a driver can try again later.
+    """
+
+    def __init__(
+        self,
+        types: Callable[[], ModuleTypes | None] | None = None,
+        uses: Callable[[], dict[int, list[Expr]] | None] | None = None,
+    ) -> None:
+        self._types_fn = types
+        self._uses_fn = uses
+        self._types: ModuleTypes | None = None
+        self._types_done = False
+        self._uses: dict[int, list[Expr]] | None = None
+        self._uses_done = False
+        self.unknown = False
+        self._bound: dict[int, Expr] = {}
+        self._captures: dict[str, Expr] = {}
+        self._pairs: list[tuple[DFPattern, Expr]] = []
+
+    # ---------------------------------------------------------------- public
+    def match(self, pattern: DFPattern, expr: Expr) -> Match | None:
+        """The match of `pattern` at `expr`, or None."""
+        self._bound, self._captures, self._pairs = {}, {}, []
+        if not self._visit(pattern, expr):
+            return None
+        interior = {id(e) for pat, e in self._pairs if not isinstance(pat, _LEAVES)}
+        inputs: list[Expr] = []
+        region: list[Expr] = []
+        seen: set[int] = set()
+        for _, e in self._pairs:
+            if id(e) in seen or isinstance(e, Op):
+                continue
+            seen.add(id(e))
+            (region if id(e) in interior else inputs).append(e)
+        return Match(expr, dict(self._captures), tuple(inputs), tuple(region))
+
+    # ---------------------------------------------------------------- lazies
+    def _type_of(self, e: Expr) -> Type | None:
+        if not self._types_done:
+            self._types_done = True
+            self._types = self._types_fn() if self._types_fn is not None else None
+        if self._types is None or e not in self._types:
+            self.unknown = True
+            return None
+        return self._types.type_of(e)
+
+    def _consumers(self) -> dict[int, list[Expr]] | None:
+        if not self._uses_done:
+            self._uses_done = True
+            self._uses = self._uses_fn() if self._uses_fn is not None else None
+        return self._uses
+
+    # ---------------------------------------------------------------- state
+    def _save(self) -> tuple[dict[int, Expr], dict[str, Expr], int]:
+        return dict(self._bound), dict(self._captures), len(self._pairs)
+
+    def _restore(self, state: tuple[dict[int, Expr], dict[str, Expr], int]) -> None:
+        self._bound, self._captures = state[0], state[1]
+        del self._pairs[state[2] :]
+
+    def _visit(self, p: DFPattern, e: Expr) -> bool:
+        previous = self._bound.get(id(p))
+        if previous is not None:
+            return previous is e
+        state = self._save()
+        if self._visit_new(p, e):
+            self._bound[id(p)] = e
+            self._pairs.append((p, e))
+            return True
+        self._restore(state)
+        return False
+
+    def _visit_new(self, p: DFPattern, e: Expr) -> bool:
+        if isinstance(p, WildcardPattern):
+            return True
+        if isinstance(p, VarPattern):
+            return isinstance(e, Var) and (p.name is None or e.name_hint == p.name)
+        if isinstance(p, ConstantPattern):
+            return isinstance(e, Constant)
+        if isinstance(p, ExprPattern):
+            if e is p.expr:
+                return True
+            return not isinstance(p.expr, Var) and structural_equal(e, p.expr)
+        if isinstance(p, OpNamePattern):
+            return isinstance(e, Op) and e.name == p.name
+        if isinstance(p, CallPattern):
+            if not isinstance(e, Call) or len(e.args) != len(p.args):
+                return False
+            if not self._visit(p.op, e.op):
+                return False
+            return all(self._visit(a, x) for a, x in zip(p.args, e.args))
+        if isinstance(p, TuplePattern):
+            if not isinstance(e, Tuple) or len(e.fields) != len(p.fields):
+                return False
+            return all(self._visit(a, x) for a, x in zip(p.fields, e.fields))
+        if isinstance(p, TupleGetItemPattern):
+            if not isinstance(e, TupleGetItem):
+                return False
+            if p.index is not None and e.index != p.index:
+                return False
+            return self._visit(p.tuple_value, e.tuple_value)
+        if isinstance(p, AltPattern):
+            state = self._save()
+            if self._visit(p.left, e):
+                return True
+            self._restore(state)
+            return self._visit(p.right, e)
+        if isinstance(p, CapturePattern):
+            if not self._visit(p.pattern, e):
+                return False
+            old = self._captures.get(p.name)
+            if old is not None and old is not e:
+                return False
+            self._captures[p.name] = e
+            return True
+        if isinstance(p, AttrPattern):
+            return self._visit(p.pattern, e) and _has_attrs(e, p.attrs)
+        if isinstance(p, TypePattern | DTypePattern | ShapePattern):
+            if not self._visit(p.pattern, e):
+                return False
+            ty = self._type_of(e)
+            if ty is None:
+                return False
+            if isinstance(p, TypePattern):
+                return structural_equal(ty, p.type)
+            if not isinstance(ty, TensorType):
+                return False
+            if isinstance(p, DTypePattern):
+                return ty.dtype == p.dtype
+            return ty.shape == p.shape
+        if isinstance(p, DominatorPattern):
+            return self._dominator(p, e)
+        raise TypeError(f"unknown pattern class {type(p).__name__}")
+
+    def _probe(self, p: DFPattern, e: Expr) -> bool:
+        """Whether `p` matches `e`, leaving no bindings or captures behind."""
+        state = self._save()
+        ok = self._visit(p, e)
+        self._restore(state)
+        return ok
+
+    def _dominator(self, p: DominatorPattern, e: Expr) -> bool:
+        if not self._visit(p.child, e):
+            return False
+        parent: Expr | None = None
+        path: list[Expr] = []
+        seen: set[int] = set()
+        stack = list(dataflow_inputs(e))
+        while stack:
+            x = stack.pop()
+            if id(x) in seen or x is parent:
+                continue
+            seen.add(id(x))
+            if parent is None and self._visit(p.parent, x):
+                parent = x
+                continue
+            if not self._probe(p.path, x) or not dataflow_inputs(x):
+                return False
+            path.append(x)
+            stack.extend(dataflow_inputs(x))
+        if parent is None:
+            return False
+        uses = self._consumers()
+        if uses is None:
+            return True
+        region = {id(n) for n in path} | {id(e)}
+        for node in path:
+            users = uses.get(id(node))
+            if users is None:
+                self.unknown = True
+                return False
+            if any(id(u) not in region for u in users):
+                return False
+        for node in path:
+            self._pairs.append((p.path, node))
+        return True
+
+
+def _has_attrs(e: Expr, wanted: dict[str, object]) -> bool:
+    for key, value in wanted.items():
+        if isinstance(e, Call):
+            if e.attrs is None:
+                return False
+            try:
+                actual = getattr(e.attrs, key)
+            except AttributeError:
+                return False
+        elif isinstance(e, Function):
+            if key not in e.attrs:
+                return False
+            actual = e.attrs.get(key)
+        elif isinstance(e, Op):
+            actual = int(e.pattern) if key == "TOpPattern" else getattr(e, key, None)
+        else:
+            return False
+        if _freeze(actual) != _freeze(value):
+            return False
+    return True
+
+
+def match(pattern: DFPattern, expr: Expr, types: ModuleTypes | None = None) -> Match | None:
+    """Match `pattern` at `expr`; type constraints use `types` (inferred from `expr` on
+    demand when None). Returns the `Match` (captures by name) or None."""
+
+    def get_types() -> ModuleTypes | None:
+        return types if types is not None else infer_expr(expr)
+
+    return Matcher(get_types, lambda: consumers(expr)).match(pattern, expr)

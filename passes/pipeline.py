@@ -1,0 +1,328 @@
+"""`Sequential`, pipeline text (`fold-constant,fuse-ops{max-depth=8},dce`), the standard
+pipelines, the bisector, and the built-in `infer-type` and `identity` passes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from attrs import field, frozen
+
+from ..lang.diagnostics import Error
+from ..lang.module import IRModule
+from ..lang.span import SourceFile, Span
+from ..typecheck import check_module
+from .context import PassContext
+from .pass_base import NoOptions, Pass, PassError, get_pass, module_pass
+
+
+@frozen
+class Step:
+    """One entry of a plan: the pass, whether it runs, and why."""
+
+    pass_: Pass
+    runs: bool
+    reason: str
+
+
+def _flatten(passes: Iterable[Pass | Sequential]) -> tuple[Pass, ...]:
+    out: list[Pass] = []
+    for p in passes:
+        if isinstance(p, Sequential):
+            out.extend(p.passes)
+        elif isinstance(p, Pass):
+            out.append(p)
+        else:
+            raise PassError(f"a Sequential holds passes, not {type(p).__name__}")
+    return tuple(out)
+
+
+@frozen
+class Sequential:
+    """Passes run in order under a `PassContext`, following TVM's rules.
+
+    A pass runs iff it is not disabled and (it is required or `ctx.opt_level >=
+    pass.opt_level`); before an enabled pass, the passes named in its `required` run (they
+    are looked up in the registry). Nothing is skipped silently: `plan`/`describe` say
+    what will run and why, and instruments get `skipped_pass` for every skip.
+    `str(seq)` is pipeline text that `parse_pipeline` reads back.
+    """
+
+    passes: tuple[Pass, ...] = field(converter=_flatten)
+
+    def __str__(self) -> str:
+        return ",".join(str(p) for p in self.passes)
+
+    def plan(self, ctx: PassContext | None = None) -> list[Step]:
+        """The steps a run under `ctx` takes, required passes included."""
+        context = ctx if ctx is not None else PassContext.current()
+        steps: list[Step] = []
+        for p in self.passes:
+            runs, reason = context.decide(p)
+            if runs:
+                for name in _requirements(p):
+                    steps.append(Step(get_pass(name), True, f"required by {p.name}"))
+            steps.append(Step(p, runs, reason))
+        return steps
+
+    def describe(self, ctx: PassContext | None = None) -> str:
+        """One line per step: `run` or `skip`, the pass, and the reason."""
+        context = ctx if ctx is not None else PassContext.current()
+        lines = [f"pipeline at opt_level={context.opt_level}:"]
+        for step in self.plan(context):
+            verb = "run " if step.runs else "skip"
+            lines.append(f"  {verb} {step.pass_!s:<30} ({step.reason})")
+        return "\n".join(lines)
+
+    def __call__(self, mod: IRModule, ctx: PassContext | None = None) -> IRModule:
+        """Run the pipeline on `mod` under `ctx` (default: the current context)."""
+        context = ctx if ctx is not None else PassContext.current()
+        instruments = context.all_instruments
+        for inst in instruments:
+            inst.enter_pipeline(mod, context)
+        for step in self.plan(context):
+            if step.runs:
+                mod = context.run_pass(step.pass_, mod)
+            else:
+                context.report_skipped(step.pass_, step.reason)
+        for inst in instruments:
+            inst.exit_pipeline(mod, context)
+        return mod
+
+
+def _requirements(p: Pass) -> list[str]:
+    """Names of the passes required (transitively) by `p`, dependencies first."""
+    order: list[str] = []
+    seen: set[str] = {p.name}
+    stack: list[tuple[str, bool]] = [(name, False) for name in reversed(p.required)]
+    while stack:
+        name, done = stack.pop()
+        if done:
+            order.append(name)
+            continue
+        if name in seen:
+            continue
+        seen.add(name)
+        stack.append((name, True))
+        stack.extend((r, False) for r in reversed(get_pass(name).required))
+    return order
+
+
+# ------------------------------------------------------------------------ pipeline text
+
+_PIPELINE_SOURCE = "<pipeline>"
+
+
+def _error(source: SourceFile, start: int, end: int, message: str) -> PassError:
+    line, col = source.position(start)
+    end_line, end_col = source.position(max(start, end))
+    return PassError.at(Span(source, line, col, end_line, end_col), message)  # type: ignore[return-value]
+
+
+def _options_text(source: SourceFile, start: int, end: int) -> list[tuple[str, str, int]]:
+    """`key=value` items of the text between braces (value may be "quoted")."""
+    text = source.text
+    items: list[tuple[str, str, int]] = []
+    i = start
+    while i < end:
+        j = i
+        quoted = False
+        while j < end and (quoted or text[j] != ","):
+            if text[j] == '"':
+                quoted = not quoted
+            j += 1
+        item = text[i:j]
+        if "=" not in item:
+            raise _error(source, i, j, f"expected key=value in pass options, got '{item.strip()}'")
+        key, value = item.split("=", 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        items.append((key.strip(), value, i))
+        i = j + 1
+    return items
+
+
+def _closing_brace(text: str, start: int) -> int:
+    quoted = False
+    for k in range(start, len(text)):
+        if text[k] == '"':
+            quoted = not quoted
+        elif text[k] == "}" and not quoted:
+            return k
+    return -1
+
+
+def parse_pipeline(text: str) -> Sequential:
+    """The `Sequential` that pipeline text describes: `name` or `name{key=value,...}` items
+    separated by commas. Unknown passes and unknown or ill-typed options are `PassError`s
+    naming them (with the place in the text)."""
+    source = SourceFile(_PIPELINE_SOURCE, text)
+    passes: list[Pass] = []
+    i, n = 0, len(text)
+    while i < n:
+        j = i
+        while j < n and text[j] not in ",{}":
+            j += 1
+        name = text[i:j].strip()
+        if not name:
+            raise _error(source, i, j + 1, "expected a pass name")
+        try:
+            p = get_pass(name)
+        except PassError as err:
+            raise _error(source, i, j, err.message) from None
+        if j < n and text[j] == "{":
+            close = _closing_brace(text, j)
+            if close < 0:
+                raise _error(source, j, n, f"unclosed '{{' in the options of pass '{name}'")
+            values: dict[str, str] = {}
+            for key, value, at in _options_text(source, j + 1, close):
+                if key in values:
+                    raise _error(source, at, at + len(key), f"option '{key}' given twice")
+                try:
+                    p = p.with_options(**{key: value})
+                except PassError as err:
+                    raise _error(source, at, at + len(key), err.message) from None
+                values[key] = value
+            j = close + 1
+        if j < n and text[j] == "}":
+            raise _error(source, j, j + 1, "unexpected '}'")
+        if j < n and text[j] != ",":
+            raise _error(source, j, j + 1, f"expected ',' after pass '{name}'")
+        passes.append(p)
+        i = j + 1
+        if j < n and i >= n:
+            raise _error(source, j, j + 1, "expected a pass name after ','")
+    return Sequential(passes)
+
+
+# ---------------------------------------------------------------------- standard pipelines
+
+STANDARD_PIPELINES: Mapping[int, str] = {
+    0: "simplify-inference,simplify-expr,infer-type,fuse-ops",
+    1: "remove-unused-functions,simplify-inference,simplify-expr,infer-type,fuse-ops",
+    2: (
+        "remove-unused-functions,simplify-inference,fold-constant,simplify-expr,"
+        "fold-constant,infer-type,fuse-ops"
+    ),
+    3: (
+        "remove-unused-functions,simplify-inference,cse,fold-constant,fold-scale-axis,"
+        "simplify-expr,fold-constant,dce,infer-type,fuse-ops"
+    ),
+}
+"""The standard pipeline of each opt level, by planned pass name (after TVM's `relay.build`
+order, tvm-facts.md §3.2):
+
+| level | passes |
+|---|---|
+| 0 | simplify-inference, simplify-expr, infer-type, fuse-ops (singleton groups) |
+| 1 | + remove-unused-functions first; fuse-ops really fuses |
+| 2 | + fold-constant (after simplify-inference and again after simplify-expr) |
+| 3 | + cse, fold-scale-axis, dce |
+
+Run a level's pipeline under `PassContext(opt_level=level)`."""
+
+
+def standard_pipeline(opt_level: int) -> Sequential:
+    """The standard pipeline for `opt_level` (0-3); `PassError` naming any pass that is
+    not registered yet."""
+    if opt_level not in STANDARD_PIPELINES:
+        raise PassError(f"no standard pipeline for opt level {opt_level} (levels 0-3)")
+    return parse_pipeline(STANDARD_PIPELINES[opt_level])
+
+
+# ------------------------------------------------------------------------------ bisector
+
+
+@frozen
+class BisectResult:
+    """The first pass whose result computes different values, with the evidence."""
+
+    pass_: Pass
+    index: int
+    before: IRModule
+    after: IRModule
+    expected: Any
+    actual: Any
+    error: Error | None = None
+
+
+def values_close(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Whether two interpreter values agree: float tensors within tolerance (NaN equals
+    NaN), other tensors exactly, tuples and ADT values field by field."""
+    from ..backend.runtime import ConstructorValue
+
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
+                return False
+            if x.dtype != y.dtype or x.shape != y.shape:
+                return False
+            if x.dtype.kind in "fc":
+                if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
+                    return False
+            elif not np.array_equal(x, y):
+                return False
+        elif isinstance(x, tuple):
+            if not isinstance(y, tuple) or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif isinstance(x, ConstructorValue):
+            if not isinstance(y, ConstructorValue) or x.constructor.tag != y.constructor.tag:
+                return False
+            stack.extend(zip(x.fields, y.fields))
+        elif x is not y and x != y:
+            return False
+    return True
+
+
+def bisect(
+    mod: IRModule,
+    pipeline: Sequential | str,
+    inputs: Mapping[str, Any],
+    ctx: PassContext | None = None,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+) -> BisectResult | None:
+    """Run `pipeline` pass by pass, evaluating `@main` on `inputs` with the interpreter
+    after each; the first pass whose result differs from the original's (or fails to
+    evaluate), or None if every pass preserves the values."""
+    from ..backend.runtime import interpret
+
+    seq = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+    context = ctx if ctx is not None else PassContext.current()
+    expected = interpret(mod, **inputs)
+    for index, step in enumerate(seq.plan(context)):
+        if not step.runs:
+            context.report_skipped(step.pass_, step.reason)
+            continue
+        after = context.run_pass(step.pass_, mod)
+        try:
+            actual = interpret(after, **inputs)
+        except Error as err:
+            return BisectResult(step.pass_, index, mod, after, expected, None, err)
+        if not values_close(expected, actual, rtol, atol):
+            return BisectResult(step.pass_, index, mod, after, expected, actual)
+        mod = after
+    return None
+
+
+# ----------------------------------------------------------------------- built-in passes
+
+
+@module_pass(name="infer-type", opt_level=0)
+def infer_type(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
+    """Type-check the module (raising `TypeCheckError`) and return it unchanged; types
+    are never stored in nodes, so later code calls `relay.typecheck.infer_module`."""
+    check_module(mod)
+    return mod
+
+
+@module_pass(name="identity", opt_level=0)
+def identity(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
+    """Return the module unchanged (for testing the pass manager)."""
+    return mod
