@@ -7,6 +7,7 @@ decides what runs (TVM's rule) and carries the instruments (`TimingInstrument`, 
 """
 
 from .context import PassContext
+from .fuse_ops import FuseOptions, fuse_ops, fuse_ops_pass
 from .instruments import (
     DebugInstrument,
     PassInstrument,
@@ -46,6 +47,7 @@ __all__ = [
     "STANDARD_PIPELINES",
     "BisectResult",
     "DebugInstrument",
+    "FuseOptions",
     "NoOptions",
     "Pass",
     "PassContext",
@@ -58,6 +60,8 @@ __all__ = [
     "bisect",
     "check_well_formed",
     "function_pass",
+    "fuse_ops",
+    "fuse_ops_pass",
     "get_pass",
     "identity",
     "infer_type",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from attrs import define, field
+from attrs import define, field, frozen
 
 from ..lang.attrs import FuncAttrs
 from ..lang.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
@@ -42,6 +42,7 @@ from ..lang.traversal import children, with_children
 from ..lang.types import Type
 from ..typecheck import infer_module
 from ..typecheck.result import ModuleTypes
+from .context import PassContext
 from .dominators import (
     IndexedGraph,
     PostDomTree,
@@ -50,6 +51,7 @@ from .dominators import (
     is_simple_scalar,
     post_dominator_tree,
 )
+from .pass_base import module_pass
 
 MAX_FUSE_DEPTH = 256
 """TVM's default `kMaxFusedOps` (`relay.FuseOps.max_depth`)."""
@@ -307,3 +309,18 @@ def fuse_ops(mod: IRModule, opt_level: int = 3, max_depth: int = MAX_FUSE_DEPTH)
         if new is not fn:
             out = out.with_function(gv, new)
     return out
+
+
+@frozen
+class FuseOptions:
+    """Options of the `fuse-ops` pass."""
+
+    max_depth: int = MAX_FUSE_DEPTH
+    """The most operators one fused function may hold."""
+
+
+@module_pass(name="fuse-ops", opt_level=0, required=("infer-type",), options=FuseOptions)
+def fuse_ops_pass(mod: IRModule, ctx: PassContext, options: FuseOptions) -> IRModule:
+    """Fuse operators into `Primitive` functions; the context's opt level is TVM's fusion
+    level (0: every operator alone)."""
+    return fuse_ops(mod, opt_level=ctx.opt_level, max_depth=options.max_depth)
