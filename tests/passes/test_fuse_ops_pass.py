@@ -1,7 +1,6 @@
 """`fuse-ops` as a registered pass: pipeline text, options, opt level, same results."""
 
 import numpy as np
-
 import relay
 from relay.backend.runtime import interpret
 from relay.lang import Function, post_order
@@ -21,9 +20,7 @@ def @main(%x: Tensor[(1, 8), float32], %w: Tensor[(4, 8), float32], %b: Tensor[(
 
 def primitive_functions(mod):
     return [
-        node
-        for node in post_order(mod["main"])
-        if isinstance(node, Function) and node.is_primitive
+        node for node in post_order(mod["main"]) if isinstance(node, Function) and node.is_primitive
     ]
 
 
