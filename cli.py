@@ -1,4 +1,5 @@
-"""The `relay` command line: `relay check FILE`, `relay fmt FILE`, `relay run FILE`.
+"""The `relay` command line: `relay check FILE`, `relay fmt FILE`, `relay run FILE`,
+`relay opt FILE`.
 
 Exit status: 0 on success, 1 on a diagnosed user error (message on stderr), 2 on bad
 usage, 3 on an internal error (a bug: please report it; set RELAY_DEBUG=1 for the
@@ -147,6 +148,62 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_opt(args: argparse.Namespace) -> int:
+    """Optimize a file with a standard pipeline (`-O N`) or `--passes`; print the result."""
+    from .grammar.prelude import strip_prelude
+    from .passes import (
+        PASSES,
+        STANDARD_PIPELINES,
+        PassContext,
+        PassInstrument,
+        PrintIR,
+        TimingInstrument,
+        get_pass,
+        parse_pipeline,
+        standard_pipeline,
+    )
+
+    module, _ = _parse_module(args.file)
+    _global_signatures(module)  # type errors are reported before any pass runs
+    level = args.opt_level if args.opt_level is not None else (3 if args.passes else 2)
+    if args.passes is not None:
+        pipeline = parse_pipeline(args.passes)
+        chosen = tuple(dict.fromkeys(p.name for p in pipeline.passes))  # run what was asked
+    else:
+        missing = [n for n in _pipeline_names(STANDARD_PIPELINES[level]) if n not in PASSES]
+        if missing:
+            raise Error(
+                f"the opt level {level} pipeline needs passes that are not available yet: "
+                + ", ".join(dict.fromkeys(missing))
+            )
+        pipeline, chosen = standard_pipeline(level), ()
+    instruments: list[PassInstrument] = []
+    if args.print_after:
+        for name in args.print_after:
+            get_pass(name)  # an unknown name is an error, not silence
+        instruments.append(PrintIR(args.print_after, after=True))
+    timing = TimingInstrument() if args.timing else None
+    if timing is not None:
+        instruments.append(timing)
+    ctx = PassContext(
+        opt_level=level,
+        required=chosen,
+        instruments=instruments,  # type: ignore[arg-type]  # attrs converter=tuple
+        debug=args.debug,
+    )
+    with ctx:
+        result = pipeline(module, ctx)
+    if timing is not None:
+        print(timing.report(), file=sys.stderr)
+    sys.stdout.write(strip_prelude(result).astext())
+    return EXIT_OK
+
+
+def _pipeline_names(text: str) -> list[str]:
+    """The pass names in pipeline text without options (like the standard pipelines)."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
 def _summary(array: Any) -> str:
     """Shape, dtype and a few statistics of a result tensor, for the terminal."""
     import numpy as np
@@ -201,6 +258,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--repeat", type=int, default=10, metavar="N", help="runs for --bench (default 10)"
     )
     run.set_defaults(run=cmd_run)
+
+    opt = commands.add_parser("opt", help="optimize a file and print the result")
+    opt.add_argument("file", help="a .relay file ('-' for standard input)")
+    opt.add_argument(
+        "-O",
+        dest="opt_level",
+        type=int,
+        choices=range(4),
+        metavar="LEVEL",
+        help="opt level 0-3: the standard pipeline of that level (default 2)",
+    )
+    opt.add_argument(
+        "--passes", metavar="A,B,C", help="run this pipeline text instead (e.g. 'dce,fuse-ops')"
+    )
+    opt.add_argument(
+        "--print-after",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="print the module to stderr after pass NAME (repeatable)",
+    )
+    opt.add_argument("--timing", action="store_true", help="print pass timings to stderr")
+    opt.add_argument(
+        "--debug", action="store_true", help="check well-formedness and types after every pass"
+    )
+    opt.set_defaults(run=cmd_opt)
     return parser
 
 

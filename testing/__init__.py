@@ -7,6 +7,7 @@ from relay.testing import modules
 def test_my_pass_keeps_programs_well_formed(mod): ...
 """
 
+from .check_pass import check_once, check_pass
 from .strategies import (
     LITERAL_DTYPES,
     METADATA_DTYPES,
@@ -29,6 +30,8 @@ __all__ = [
     "LITERAL_DTYPES",
     "METADATA_DTYPES",
     "attrs_for",
+    "check_once",
+    "check_pass",
     "constants",
     "dataflow_programs",
     "exprs",

@@ -1,0 +1,101 @@
+"""`cse`: common subexpression elimination — equal pure computations are shared.
+
+Before::
+
+    def @main(%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
+      %0 = add(%x, %y);
+      %1 = add(%x, %y);
+      %2 = exp(%0);
+      %3 = exp(%1);
+      multiply(%2, %3)
+    }
+
+After::
+
+    def @main(%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
+      %0 = add(%x, %y);
+      %1 = exp(%0);
+      multiply(%1, %1)
+    }
+
+Nodes are compared bottom-up by a key made of their kind, operator, attributes and the
+identities of their (already shared) children, so one pass finds every merge: operator
+calls (not `debug`, `nn.dropout` or other effectful or random operators, nor calls of
+closures or globals), constants with equal dtype, shape and bytes, tuples and
+projections. Nodes are merged only within one function body (a closure's body is a scope
+of its own). The value of a `let` is neither replaced nor shared (it may be out of scope
+elsewhere); its operands are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from ..lang.expr import Call, Constant, Expr, Function, Let, Tuple, TupleGetItem
+from ..lang.module import IRModule
+from ..lang.op import Op
+from ..lang.traversal import children, post_order, with_children
+from .context import PassContext
+from .fold_constant import NEVER_FOLDED
+from .pass_base import function_pass
+
+
+def _scopes(root: Expr) -> dict[int, int]:
+    """For each node (by id), the id of the function whose body first reaches it."""
+    scope: dict[int, int] = {}
+    stack: list[tuple[Expr, int]] = [(root, 0)]
+    while stack:
+        node, owner = stack.pop()
+        if id(node) in scope:
+            continue
+        scope[id(node)] = owner
+        inner = id(node) if isinstance(node, Function) else owner
+        stack.extend((kid, inner) for kid in reversed(children(node)))
+    return scope
+
+
+def _key(node: Expr) -> Hashable | None:
+    """The merge key of `node` (children by identity), or None if it must not be merged."""
+    if isinstance(node, Call):
+        if not isinstance(node.op, Op) or node.op.name in NEVER_FOLDED:
+            return None
+        return ("call", node.op, node.attrs, node.type_args, *map(id, node.args))
+    if isinstance(node, Constant):
+        data = node.data
+        return ("const", node.dtype, data.shape, data.tobytes())
+    if isinstance(node, Tuple):
+        return ("tuple", *map(id, node.fields))
+    if isinstance(node, TupleGetItem):
+        return ("proj", node.index, id(node.tuple_value))
+    return None
+
+
+def eliminate_common_subexpressions(root: Expr) -> Expr:
+    """`root` with equal pure subexpressions of the same function body shared."""
+    nodes = list(post_order(root))
+    scope = _scopes(root)
+    let_values = {id(n.value) for n in nodes if isinstance(n, Let)}
+    memo: dict[int, Expr] = {}
+    table: dict[tuple[int, Hashable], Expr] = {}
+    for node in nodes:
+        kids = children(node)
+        new = with_children(node, [memo[id(k)] for k in kids]) if kids else node
+        memo[id(node)] = new
+        key = _key(new) if id(node) not in let_values else None
+        if key is None:
+            continue
+        try:
+            scoped = (scope[id(node)], key)
+            seen = table.setdefault(scoped, new)
+        except TypeError:  # an attribute value that cannot be hashed
+            continue
+        if seen is not new:
+            memo[id(node)] = seen
+    return memo[id(root)]
+
+
+@function_pass(name="cse", opt_level=3)
+def cse_pass(fn: Function, mod: IRModule, ctx: PassContext, options: object) -> Function:
+    """Share equal pure subexpressions within each function body."""
+    body = eliminate_common_subexpressions(fn.body)
+    return fn if body is fn.body else fn.replace(body=body)

@@ -1,0 +1,180 @@
+"""`lambda-lift`: turn function literals (closures) into global functions.
+
+Every function literal not marked `Primitive` becomes a new global whose parameters are
+the variables the literal captures (its free variables), then its own parameters.
+
+- A call of the literal, or of the variable a `let` binds it to, becomes a call of the
+  global with the captured variables passed first; a `let` whose variable is then unused
+  is dropped. A recursive closure calls the global from its own body.
+- Where the closure is used as a value it is replaced by the global itself when it
+  captures nothing, else by a small wrapper closure `fn (%p...) { @g(%c..., %p...) }`
+  (the wrapper stays a closure: it is the captured environment). An escaping recursive
+  closure gets such a wrapper bound at the top of its global's body too.
+
+Literals are lifted innermost first, so lifted bodies contain no other closure but such
+wrappers. Limitation: a closure capturing a variable whose type mentions type parameters
+of the enclosing function is lifted without those type parameters.
+
+    def @main(%x: float32) -> float32 {
+      let %f = fn (%y: float32) -> float32 { add(%x, %y) };
+      %f(%x)
+    }
+
+becomes
+
+    def @main_lifted0(%x1: float32, %y: float32) -> float32 { add(%x1, %y) }
+    def @main(%x: float32) -> float32 { @main_lifted0(%x, %x) }
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from ..lang.expr import Call, Expr, Function, GlobalVar, Let, Var
+from ..lang.freevars import free_vars
+from ..lang.module import IRModule
+from ..lang.traversal import children, post_order, substitute, with_children
+from ..typecheck import ModuleTypes, infer_module
+from .context import PassContext
+from .pass_base import NoOptions, module_pass
+
+
+class _Literal:
+    """What the lifting knows about one function literal."""
+
+    def __init__(self, gv: GlobalVar, captured: list[Var], rec: Var | None) -> None:
+        self.gv = gv
+        self.captured = captured
+        self.rec = rec
+
+
+def _fresh(var: Var) -> Var:
+    return Var(var.name_hint, var.type_annotation)
+
+
+def _wrapper(fn: Function, gv: GlobalVar, captured: list[Var], own: list[Var]) -> Expr:
+    """The value standing for lifted `fn` (whose parameters are like `own`) as a value."""
+    if not captured:
+        return gv
+    params = [_fresh(p) for p in own]
+    return Function(params, Call(gv, (*captured, *params)), fn.ret_type, fn.type_params)
+
+
+class _Lifter:
+    def __init__(self, mod: IRModule, types: ModuleTypes) -> None:
+        self.types = types
+        self.names = {gv.name_hint for gv in mod.functions}
+        self.new_globals: list[tuple[GlobalVar, Function]] = []
+
+    def fresh_global(self, base: str) -> GlobalVar:
+        index = 0
+        while f"{base}_lifted{index}" in self.names:
+            index += 1
+        name = f"{base}_lifted{index}"
+        self.names.add(name)
+        return GlobalVar(name)
+
+    def lift(self, name: str, fn: Function) -> Function:
+        """`fn` (a global function) with its closures lifted into `self.new_globals`."""
+        order = list(post_order(fn.body))
+        literals: dict[int, _Literal] = {}
+        let_bound: dict[Var, Function] = {}
+        for node in order:
+            if isinstance(node, Let) and isinstance(node.value, Function):
+                let_bound.setdefault(node.var, node.value)
+        rec_of = {id(lit): var for var, lit in let_bound.items()}
+        escaping: set[Var] = set()
+        for node in order:
+            for i, kid in enumerate(children(node)):
+                if isinstance(kid, Var) and kid in let_bound:
+                    binder = isinstance(node, Let) and i == 0
+                    callee = isinstance(node, Call) and i == 0
+                    if not (binder or callee):
+                        escaping.add(kid)
+        if isinstance(fn.body, Var) and fn.body in let_bound:
+            escaping.add(fn.body)
+        for node in order:
+            if isinstance(node, Function) and not node.is_primitive:
+                found = free_vars(node)
+                rec = rec_of.get(id(node))
+                captured = [v for v in found if v is not rec]
+                recursive = rec if rec is not None and rec in found else None
+                literals[id(node)] = _Literal(self.fresh_global(name), captured, recursive)
+        if not literals:
+            return fn
+        memo: dict[int, Expr] = {}
+        for node in order:
+            kids = children(node)
+            new = with_children(node, [memo[id(k)] for k in kids]) if kids else node
+            if isinstance(node, Call):
+                lit = self._called(node.op, literals, let_bound)
+                if lit is not None:
+                    call = cast(Call, new)
+                    new = Call(lit.gv, (*lit.captured, *call.args), call.attrs, call.type_args)
+            elif isinstance(node, Function) and id(node) in literals:
+                new = self._make_global(cast(Function, new), literals[id(node)], escaping)
+            elif (
+                isinstance(node, Let)
+                and node.var not in escaping
+                and let_bound.get(node.var) is node.value
+            ):
+                new = memo[id(node.body)]
+            memo[id(node)] = new
+        return fn.replace(body=memo[id(fn.body)])
+
+    @staticmethod
+    def _called(
+        op: Expr, literals: dict[int, _Literal], let_bound: dict[Var, Function]
+    ) -> _Literal | None:
+        if isinstance(op, Var) and op in let_bound:
+            return literals.get(id(let_bound[op]))
+        if isinstance(op, Function):
+            return literals.get(id(op))
+        return None
+
+    def _typed(self, var: Var) -> Var:
+        """A new variable like `var`, annotated with its inferred type if it had none."""
+        annotation = var.type_annotation
+        if annotation is None:
+            annotation = self.types.type_of(var)
+        return Var(var.name_hint, annotation)
+
+    def _make_global(self, fn: Function, lit: _Literal, escaping: set[Var]) -> Expr:
+        """Add the global for rewritten literal `fn`; the value that replaces it."""
+        params = [self._typed(v) for v in lit.captured]
+        own = [self._typed(p) for p in fn.params]
+        mapping: dict[Var, Expr] = dict(zip(lit.captured, params))
+        mapping.update(zip(fn.params, own))
+        body = fn.body
+        if lit.rec is not None and lit.rec in escaping:
+            inner = _fresh(lit.rec)
+            mapping[lit.rec] = inner
+            body = Let(inner, _wrapper(fn, lit.gv, lit.captured, own), body)
+        body = substitute(body, mapping) if mapping else body
+        global_fn = Function(
+            (*params, *own), body, fn.ret_type, fn.type_params, fn.attrs, span=fn.span
+        )
+        self.new_globals.append((lit.gv, global_fn))
+        return _wrapper(fn, lit.gv, lit.captured, own)
+
+
+def lambda_lift(mod: IRModule) -> IRModule:
+    """`mod` with every non-primitive function literal lifted to a global function.
+
+    `mod` must type-check: the new globals' parameters are annotated with inferred types.
+    """
+    lifter = _Lifter(mod, infer_module(mod))
+    out = mod
+    for gv, fn in mod.functions.items():
+        new = lifter.lift(gv.name_hint, fn)
+        if new is not fn:
+            out = out.with_function(gv, new)
+    for gv, fn in lifter.new_globals:
+        out = out.with_function(gv, fn)
+    return out
+
+
+@module_pass(name="lambda-lift", opt_level=1, options=NoOptions)
+def lambda_lift_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
+    """Lift closures to global functions (see the module docstring)."""
+    return lambda_lift(mod)

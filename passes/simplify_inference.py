@@ -1,0 +1,205 @@
+"""`simplify-inference`: inference-time expansions of normalizations; dropout removed.
+
+`nn.batch_norm(x, gamma, beta, mean, var, axis=a, epsilon=e).0` becomes
+`x * scale + shift` with `scale = gamma / sqrt(var + e)` (`1 / sqrt(var + e)` when
+`scale=False`) and `shift = beta - mean * scale` (`-(mean * scale)` when `center=False`),
+both broadcast along axis `a` with `expand_dims`; `nn.dropout(x).0` becomes `x`. Other
+projections of the same call (`.1`, `.2`) keep reading the original call; a projection
+of a `let`-bound variable is expanded when the call's arguments are atoms.
+`nn.layer_norm` and `nn.instance_norm` become `(x - mean) / sqrt(variance + e)` (biased
+variance, `mean` ops with `keepdims`) times gamma plus beta, and `nn.l2_normalize` becomes
+`x / sqrt(maximum(sum(x * x), eps))`, so that they can fuse. `nn.group_norm` is kept.
+Types (the rank of `x`) come from one inference of each function.
+
+    def @main(%x: Tensor[(1, 2, 3, 3), float32], %g: Tensor[(2), float32],
+              %b: Tensor[(2), float32], %m: Tensor[(2), float32], %v: Tensor[(2), float32]) {
+      %0 = nn.batch_norm(%x, %g, %b, %m, %v);
+      %0.0
+    }
+
+becomes
+
+    def @main(%x: Tensor[(1, 2, 3, 3), float32], %g: Tensor[(2), float32],
+              %b: Tensor[(2), float32], %m: Tensor[(2), float32], %v: Tensor[(2), float32]) {
+      %0 = add(%v, 1e-05f);
+      %1 = sqrt(%0);
+      %2 = divide(%g, %1);
+      %3 = expand_dims(%2, axis=1, num_newaxis=2);
+      %4 = multiply(%x, %3);
+      %5 = multiply(%m, %2);
+      %6 = subtract(%b, %5);
+      %7 = expand_dims(%6, axis=1, num_newaxis=2);
+      add(%4, %7)
+    }
+"""
+
+from __future__ import annotations
+
+from ..lang.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Let,
+    TupleGetItem,
+    Var,
+    const,
+)
+from ..lang.module import IRModule
+from ..lang.op import Op, get_op
+from ..lang.traversal import children, post_order, with_children
+from ..lang.types import TensorType
+from ..typecheck import ModuleTypes, infer_expr
+from .context import PassContext
+from .pass_base import NoOptions, module_pass
+
+
+def _call(name: str, *args: Expr, **attrs: object) -> Call:
+    op = get_op(name)
+    return Call(op, args, op.make_attrs(**attrs) if op.attrs_schema is not None else None)
+
+
+def _along(value: Expr, axis: int, ndim: int) -> Expr:
+    """`value` (shape `(C,)`) made to broadcast along `axis` of a rank-`ndim` tensor."""
+    trailing = ndim - 1 - axis
+    return value if trailing == 0 else _call("expand_dims", value, axis=1, num_newaxis=trailing)
+
+
+def expand_batch_norm(call: Call, x_type: TensorType) -> Expr:
+    """`call.0` (an `nn.batch_norm` call) as arithmetic, for a data argument of `x_type`."""
+    x, gamma, beta, mean, var = call.args
+    attrs = call.attrs
+    assert attrs is not None
+    ndim = x_type.ndim
+    axis = int(attrs.axis) % ndim
+    eps = const(float(attrs.epsilon), x_type.dtype)
+    std = _call("sqrt", _call("add", var, eps))
+    if attrs.scale:
+        scale: Expr = _call("divide", gamma, std)
+    else:
+        scale = _call("divide", const(1.0, x_type.dtype), std)
+    moved = _call("multiply", mean, scale)
+    shift = _call("subtract", beta, moved) if attrs.center else _call("negative", moved)
+    scaled = _call("multiply", x, _along(scale, axis, ndim))
+    return _call("add", scaled, _along(shift, axis, ndim))
+
+
+def _normalized(x: Expr, axes: list[int], eps: Expr) -> Expr:
+    """`(x - mean) / sqrt(variance + eps)` over `axes` (the biased variance)."""
+    mean = _call("mean", x, axis=axes, keepdims=True)
+    centered = _call("subtract", x, mean)
+    square = _call("multiply", centered, centered)
+    var = _call("mean", square, axis=axes, keepdims=True)
+    return _call("divide", centered, _call("sqrt", _call("add", var, eps)))
+
+
+def expand_norm(call: Call, x_type: TensorType) -> Expr | None:
+    """An `nn.layer_norm`, `nn.instance_norm` or `nn.l2_normalize` call as arithmetic (None
+    for an instance norm with nothing to reduce over, which is kept)."""
+    assert isinstance(call.op, Op) and call.attrs is not None
+    attrs, ndim, x = call.attrs, x_type.ndim, call.args[0]
+    if call.op.name == "nn.l2_normalize":
+        axes = sorted({int(a) % ndim for a in attrs.axis})
+        total = _call("sum", _call("multiply", x, x), axis=axes, keepdims=True)
+        floor = _call("maximum", total, const(float(attrs.eps), x_type.dtype))
+        return _call("divide", x, _call("sqrt", floor))
+    axis = int(attrs.axis) % ndim
+    if call.op.name == "nn.layer_norm":
+        axes = [axis]
+    else:
+        axes = [i for i in range(1, ndim) if i != axis]
+    if not axes:
+        return None
+    out = _normalized(x, axes, const(float(attrs.epsilon), x_type.dtype))
+    if attrs.scale:
+        out = _call("multiply", out, _along(call.args[1], axis, ndim))
+    if attrs.center:
+        out = _call("add", out, _along(call.args[2], axis, ndim))
+    return out
+
+
+_NORMS = ("nn.layer_norm", "nn.instance_norm", "nn.l2_normalize")
+
+
+def _is_norm(e: Expr) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in _NORMS
+
+
+def _is_call_of(e: Expr, name: str) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == name
+
+
+def _expansion(original: Call, call: Call, types: ModuleTypes) -> Expr | None:
+    """`call.0` simplified (`original` is the call before this sweep rebuilt it)."""
+    if _is_call_of(call, "nn.dropout"):
+        return call.args[0]
+    data = original.args[0]
+    x_type = types.type_of(data) if data in types else None
+    if isinstance(x_type, TensorType) and x_type.ndim > 0:
+        return expand_batch_norm(call, x_type)
+    return None
+
+
+def _atomic(e: Expr) -> bool:
+    return isinstance(e, (Var, Constant, GlobalVar))
+
+
+def _let_bound(fn: Function) -> dict[Var, Call]:
+    """Variables bound by `let` to a batch_norm/dropout call of atoms (safe to re-read)."""
+    bound: dict[Var, Call] = {}
+    for node in post_order(fn):
+        if isinstance(node, Let) and isinstance(node.value, Call):
+            value = node.value
+            if any(_is_call_of(value, n) for n in _OPS) and all(map(_atomic, value.args)):
+                bound[node.var] = value
+    return bound
+
+
+_OPS = ("nn.batch_norm", "nn.dropout")
+
+
+def simplify_inference_function(fn: Function, mod: IRModule | None = None) -> Function:
+    """`fn` with `nn.batch_norm(...).0` and `nn.dropout(...).0` expanded."""
+    types: ModuleTypes | None = None
+    bound = _let_bound(fn)
+    memo: dict[int, Expr] = {}
+    for node in post_order(fn):
+        kids = children(node)
+        rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
+        if isinstance(node, TupleGetItem) and node.index == 0:
+            assert isinstance(rebuilt, TupleGetItem)
+            target, current = node.tuple_value, rebuilt.tuple_value
+            if isinstance(target, Var) and target in bound:
+                target = current = bound[target]
+            wanted = any(_is_call_of(target, n) for n in _OPS)
+            if wanted and isinstance(target, Call) and isinstance(current, Call):
+                if types is None and _is_call_of(target, "nn.batch_norm"):
+                    types = infer_expr(fn, mod)
+                new = _expansion(target, current, types or ModuleTypes())
+                rebuilt = rebuilt if new is None else new
+        elif isinstance(node, Call) and isinstance(rebuilt, Call) and _is_norm(node):
+            types = types if types is not None else infer_expr(fn, mod)
+            x_type = types.type_of(node.args[0]) if node.args[0] in types else None
+            if isinstance(x_type, TensorType) and x_type.ndim > 0:
+                rebuilt = expand_norm(rebuilt, x_type) or rebuilt
+        memo[id(node)] = rebuilt
+    out = memo[id(fn)]
+    assert isinstance(out, Function)
+    return out
+
+
+def simplify_inference(mod: IRModule) -> IRModule:
+    """Every global function of `mod` simplified for inference (TVM's `SimplifyInference`)."""
+    out = mod
+    for gv, fn in mod.functions.items():
+        new = simplify_inference_function(fn, out)
+        if new is not fn:
+            out = out.with_function(gv, new)
+    return out
+
+
+@module_pass(name="simplify-inference", opt_level=0)
+def simplify_inference_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
+    """Expand normalizations into arithmetic and remove `nn.dropout` for inference."""
+    return simplify_inference(mod)
