@@ -55,7 +55,7 @@ from .metadata import write_metadata
 from .module import IRModule
 from .op import Op
 from .trampoline import run
-from .traversal import children
+from .traversal import children, scope_operands
 from .types import (
     AnyDim,
     FuncType,
@@ -247,27 +247,6 @@ class _Names:
 
 _COMPOUND = (Function, If, Match, Let)
 _ATOMS = frozenset({Var, GlobalVar, Op, Constructor, Constant})
-
-
-def _non_tail_children(node: Expr) -> tuple[Expr, ...]:
-    """Children that must print as atoms (bound first when they are not)."""
-    if isinstance(node, Call):
-        return (node.op, *node.args)
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, TupleGetItem):
-        return (node.tuple_value,)
-    if isinstance(node, If):
-        return (node.cond,)
-    if isinstance(node, Match):
-        return (node.data,)
-    if isinstance(node, RefCreate):
-        return (node.value,)
-    if isinstance(node, RefRead):
-        return (node.ref,)
-    if isinstance(node, RefWrite):
-        return (node.ref, node.value)
-    return ()
 
 
 def _is_nullary_ctor_call(node: Expr) -> bool:
@@ -521,7 +500,7 @@ class _Printer:
         """
         if self.is_atom(node) or id(node) in self.graph:
             return []
-        kids = _non_tail_children(node)
+        kids = scope_operands(node)
         graph = self.graph
         if all(type(k) in _ATOMS or id(k) in graph for k in kids):  # the common case
             return [node] if self.uses.get(id(node), 0) > 1 else []
@@ -534,7 +513,7 @@ class _Printer:
                 if self.is_atom(child) or id(child) in self.graph or id(child) in visited:
                     continue
                 visited.add(id(child))
-                stack.append((child, iter(_non_tail_children(child))))
+                stack.append((child, iter(scope_operands(child))))
                 break
             else:
                 stack.pop()

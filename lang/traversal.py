@@ -134,6 +134,31 @@ def with_children(node: Expr, new_children: Sequence[Expr]) -> Expr:
     return _lookup(_REBUILD, node, "with_children")(node, new_children)  # type: ignore[no-any-return]
 
 
+def scope_operands(node: Expr) -> tuple[Expr, ...]:
+    """The sub-expressions `node` evaluates in its own scope before it runs (its operands):
+    a call's callee and arguments, tuple fields, a projected tuple, an `if` condition, a
+    `match` scrutinee, reference operands. Bodies, branches and arms, which open scopes of
+    their own, are left out. In A-normal form these are exactly the positions that must be
+    atoms."""
+    if isinstance(node, Call):
+        return (node.op, *node.args)
+    if isinstance(node, Tuple):
+        return node.fields
+    if isinstance(node, TupleGetItem):
+        return (node.tuple_value,)
+    if isinstance(node, If):
+        return (node.cond,)
+    if isinstance(node, Match):
+        return (node.data,)
+    if isinstance(node, RefCreate):
+        return (node.value,)
+    if isinstance(node, RefRead):
+        return (node.ref,)
+    if isinstance(node, RefWrite):
+        return (node.ref, node.value)
+    return ()
+
+
 def post_order(root: Expr) -> Iterator[Expr]:
     """Every node reachable from `root`, children before parents, each exactly once."""
     seen: set[int] = set()

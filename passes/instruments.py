@@ -11,25 +11,18 @@ from typing import TYPE_CHECKING, TextIO, cast
 from ..lang.adt import Constructor
 from ..lang.diagnostics import Error
 from ..lang.expr import (
-    Call,
     Constant,
     Expr,
     Function,
     GlobalVar,
-    If,
     Let,
     Match,
-    RefCreate,
-    RefRead,
-    RefWrite,
-    Tuple,
-    TupleGetItem,
     Var,
     pattern_vars,
 )
 from ..lang.module import IRModule
 from ..lang.op import Op
-from ..lang.traversal import children, pre_order
+from ..lang.traversal import children, pre_order, scope_operands
 from ..typecheck import infer_module
 from ..typecheck.show import type_text
 from .pass_base import Pass, PassError
@@ -198,26 +191,6 @@ def well_formed_problems(mod: IRModule) -> list[str]:
     return problems
 
 
-def _operands(node: Expr) -> tuple[Expr, ...]:
-    if isinstance(node, Call):
-        return (node.op, *node.args)
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, TupleGetItem):
-        return (node.tuple_value,)
-    if isinstance(node, If):
-        return (node.cond,)
-    if isinstance(node, Match):
-        return (node.data,)
-    if isinstance(node, RefCreate):
-        return (node.value,)
-    if isinstance(node, RefRead):
-        return (node.ref,)
-    if isinstance(node, RefWrite):
-        return (node.ref, node.value)
-    return ()
-
-
 def normal_form_problem(mod: IRModule, form: str) -> str | None:
     """Why `mod` is not in normal form `form` ("graph", "anf", "any"), or None if it is.
 
@@ -232,7 +205,7 @@ def normal_form_problem(mod: IRModule, form: str) -> str | None:
             if form == "graph" and isinstance(node, Let):
                 return f"@{gv.name_hint} has a let binding of %{node.var.name_hint}"
             if form == "anf":
-                for operand in _operands(node):
+                for operand in scope_operands(node):
                     if not isinstance(operand, _ATOMS):
                         return (
                             f"@{gv.name_hint} has a {type(node).__name__} whose operand is a "
