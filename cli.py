@@ -1,5 +1,5 @@
 """The `relay` command line: `relay check FILE`, `relay fmt FILE`, `relay run FILE`,
-`relay opt FILE`.
+`relay build FILE`, `relay opt FILE`.
 
 Exit status: 0 on success, 1 on a diagnosed user error (message on stderr), 2 on bad
 usage, 3 on an internal error (a bug: please report it; set RELAY_DEBUG=1 for the
@@ -107,34 +107,57 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
+    """The model to run (built from a .relay file, or a saved .relaymod), its inputs, and
+    a line saying how it was built."""
+    import time
+
+    from .runio import complete_inputs, load_inputs, random_inputs_for_slots
+
+    given = load_inputs(args.inputs) if args.inputs else {}
+    if args.file.endswith(".relaymod"):
+        from .backend.runtime.compiled import load
+
+        start = time.perf_counter()
+        model = load(args.file)
+        took = (time.perf_counter() - start) * 1e3
+        inputs = random_inputs_for_slots(model, given, seed=args.seed)
+        return model, inputs, f"loaded {args.file} in {took:.1f} ms"
+    from .build import build
+
+    module, _ = _parse_module(args.file)
+    _global_signatures(module)  # type-check first: errors are reported before running
+    if "main" not in module:
+        raise Error(f"{args.file}: the module has no @main function to run")
+    inputs: dict[str, Any] = complete_inputs(module["main"], given, seed=args.seed)
+    start = time.perf_counter()
+    model = build(module, target=args.target)
+    took = time.perf_counter() - start
+    if args.target == "interp":
+        how = "target interp"
+    elif getattr(model, "native", False):
+        how = f"target llvm, compiled in {took:.2f} s"
+    else:
+        how = f"target llvm, running in the interpreter: {getattr(model, 'reason', '')}"
+    return model, inputs, how
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run `@main` on inputs from `--inputs` (the rest seeded random), print and save the result."""
     import time
 
     import numpy as np
 
-    from .runio import complete_inputs, flatten_outputs, load_inputs
+    from .backend.runtime import format_value
+    from .runio import flatten_outputs
 
-    module, _ = _parse_module(args.file)
-    _global_signatures(module)  # type-check first: errors are reported before running
-    if "main" not in module:
-        raise Error(f"{args.file}: the module has no @main function to run")
-    given = load_inputs(args.inputs) if args.inputs else {}
-    inputs: dict[str, Any] = complete_inputs(module["main"], given, seed=args.seed)
-    if args.target == "llvm":
-        raise Error(
-            "target `llvm` is not available yet: native code generation is not built; "
-            "run with --target interp"
-        )
-    from .backend.runtime import format_value, interpret
-
+    model, inputs, how = _load_runnable(args)
     start = time.perf_counter()
-    result = interpret(module, **inputs)
-    elapsed = time.perf_counter() - start
-    timings = [elapsed]
+    result = model.run(**inputs)
+    timings = [time.perf_counter() - start]
     for _ in range(max(0, args.repeat - 1) if args.bench else 0):
         start = time.perf_counter()
-        interpret(module, **inputs)
+        model.run(**inputs)
         timings.append(time.perf_counter() - start)
     outputs = flatten_outputs(result)
     for key, array in outputs.items():
@@ -142,9 +165,45 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  {_summary(array)}")
     median = float(np.median(timings)) * 1e3
     runs = f" (median of {len(timings)} runs)" if len(timings) > 1 else ""
-    print(f"time: {median:.2f} ms{runs}, target {args.target}")
+    print(f"time: {median:.2f} ms{runs}; {how}")
     if args.output:
         np.savez(args.output, **outputs)  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+DUMP_STAGES = ("relay", "te", "tir", "llvm", "asm")
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    """Compile a file to a `.relaymod` artifact that `relay run` loads without recompiling."""
+    import time
+
+    from .build import build
+
+    module, _ = _parse_module(args.file)
+    _global_signatures(module)
+    dump: dict[str, Any] = {}
+    start = time.perf_counter()
+    model = build(module, target="llvm", opt_level=args.opt_level, dump=dump)
+    took = time.perf_counter() - start
+    if not getattr(model, "native", False) and not hasattr(model, "save"):
+        raise Error(f"{args.file}: cannot be compiled to native code: {model.reason}")
+    output = args.output or os.path.splitext(args.file)[0] + ".relaymod"
+    model.save(output)  # type: ignore[union-attr]
+    stats = model.stats  # type: ignore[union-attr]
+    print(
+        f"wrote {output}: {stats.kernels} kernels ({stats.fallback_kernels} interpreted), "
+        f"workspace {stats.workspace_bytes / 1e6:.2f} MB ({stats.saved_bytes / 1e6:.2f} MB saved "
+        f"by memory planning), compiled in {took:.2f} s"
+    )
+    for stage in args.dump or []:
+        text = dump.get(stage)
+        if text is None:
+            raise Error(f"--dump {stage}: nothing was recorded for this stage")
+        path = f"{output}.{stage}.txt"
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        print(f"wrote {path}")
     return EXIT_OK
 
 
@@ -244,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.set_defaults(run=cmd_fmt)
 
     run = commands.add_parser("run", help="run @main on inputs and print the result")
-    run.add_argument("file", help="a .relay file ('-' for standard input)")
+    run.add_argument("file", help="a .relay file ('-' for standard input) or a .relaymod")
     run.add_argument(
         "--inputs", metavar="X.npz", help="inputs by parameter name (missing ones: random)"
     )
@@ -258,6 +317,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--repeat", type=int, default=10, metavar="N", help="runs for --bench (default 10)"
     )
     run.set_defaults(run=cmd_run)
+
+    build = commands.add_parser("build", help="compile a file to a .relaymod artifact")
+    build.add_argument("file", help="a .relay file")
+    build.add_argument("-o", "--output", metavar="MODEL.relaymod", help="the artifact to write")
+    build.add_argument(
+        "-O", dest="opt_level", type=int, choices=range(4), default=3, metavar="LEVEL",
+        help="opt level 0-3 (default 3)",
+    )  # fmt: skip
+    build.add_argument(
+        "--dump", action="append", choices=DUMP_STAGES, metavar="STAGE",
+        help="also write what a stage produced (relay, te, tir, llvm, asm) beside the artifact",
+    )  # fmt: skip
+    build.set_defaults(run=cmd_build)
 
     opt = commands.add_parser("opt", help="optimize a file and print the result")
     opt.add_argument("file", help="a .relay file ('-' for standard input)")

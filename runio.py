@@ -76,6 +76,28 @@ def complete_inputs(
     return result
 
 
+def random_inputs_for_slots(
+    model: object, given: Mapping[str, np.ndarray], seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Like `complete_inputs`, for a loaded compiled model (inputs named by its plan); the
+    same seed gives the same data as for the `.relay` file it was built from."""
+    plan = model.plan  # type: ignore[attr-defined]
+    names = list(plan.input_names)
+    for key in given:
+        if key not in names:
+            raise InputError(
+                f"unexpected input `{key}` in the inputs file "
+                f"(inputs of the model: {', '.join(names) or 'none'})"
+            )
+    rng = np.random.default_rng(seed)
+    result = dict(given)
+    for name, slot_index in zip(names, plan.input_slots):
+        slot = plan.slots[slot_index]
+        if name not in result:
+            result[name] = random_input(name, TensorType(slot.shape, slot.dtype), rng)
+    return result
+
+
 def flatten_outputs(value: object) -> dict[str, np.ndarray]:
     """`{"out": t}` for a tensor, `{"out0": ..., "out1": ...}` for a (nested) tuple."""
     if isinstance(value, np.ndarray):

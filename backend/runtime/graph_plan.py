@@ -1,0 +1,189 @@
+"""The execution plan of a fused, first-order, statically shaped `@main`.
+
+After fusion, `@main` is a dataflow graph whose operator work is all in calls of
+`Primitive` functions. `plan_graph` walks it once (iteratively) and names every tensor
+value a *slot*: the model's inputs, its constants, and each kernel output. Each kernel
+call becomes a `KernelStep` reading and writing slots; tuples and projections are only
+bookkeeping. Identical primitive functions share one kernel. Anything the native executor
+cannot run (control flow, closures, ADTs, references, dynamic shapes) raises
+`NotCompilable` with the reason, and the build falls back to the interpreter.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import numpy as np
+from attrs import frozen
+
+from ...lang.diagnostics import Error
+from ...lang.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from ...lang.structural import structural_equal, structural_hash
+from ...lang.traversal import post_order
+from ...lang.types import TensorType, TupleType, Type
+from ...typecheck.result import ModuleTypes
+
+
+class NotCompilable(Error):
+    """A program the native executor cannot run; the message says why."""
+
+
+@frozen
+class Slot:
+    """A tensor value of the plan: its static shape and dtype, and where it comes from:
+    `input` (parameter `index` of `@main`), `constant` (constant `index`) or `kernel`."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str
+    index: int = -1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tensor (bool takes one byte per element)."""
+        from ...lang.dtype import numpy_dtype
+
+        return int(np.prod(self.shape, dtype=np.int64)) * numpy_dtype(self.dtype).itemsize
+
+
+@frozen
+class KernelStep:
+    """Run kernel `kernel` on slots `inputs`, writing slots `outputs`."""
+
+    kernel: int
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+OutputTree = Union[int, tuple["OutputTree", ...]]  # noqa: UP007
+
+
+@frozen
+class GraphPlan:
+    """Slots, the distinct primitive functions, the steps in order, `@main`'s parameter
+    names/types and the result as a tree of slot indices."""
+
+    slots: tuple[Slot, ...]
+    kernels: tuple[Function, ...]
+    constants: tuple[np.ndarray, ...]
+    steps: tuple[KernelStep, ...]
+    input_names: tuple[str, ...]
+    input_slots: tuple[int, ...]
+    output: OutputTree
+
+
+def _static_tensor(ty: Type, what: str) -> TensorType:
+    if not isinstance(ty, TensorType):
+        raise NotCompilable(f"{what} has type {ty}, not a tensor")
+    if not all(isinstance(d, int) for d in ty.shape):
+        raise NotCompilable(f"{what} has a dynamic shape {ty}")
+    return ty
+
+
+def _is_primitive(e: Expr) -> bool:
+    return isinstance(e, Function) and e.attrs is not None and bool(e.attrs.get("Primitive"))
+
+
+def _flatten_tree(tree: OutputTree) -> list[int]:
+    out: list[int] = []
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, int):
+            out.append(t)
+        else:
+            stack.extend(reversed(t))
+    return out
+
+
+def _result_slots(ty: Type, where: str) -> list[TensorType]:
+    """The tensors of a (nested tuple) result type, depth first."""
+    out: list[TensorType] = []
+    stack: list[Type] = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend(reversed(t.fields))
+        else:
+            out.append(_static_tensor(t, where))
+    return out
+
+
+def _rebuild_tree(ty: Type, flat: list[int]) -> OutputTree:
+    """`flat` slot ids shaped like the (nested tuple) type `ty`."""
+    it = iter(flat)
+
+    def build(t: Type) -> OutputTree:  # bounded by the type's nesting, not the program
+        if isinstance(t, TupleType):
+            return tuple(build(f) for f in t.fields)
+        return next(it)
+
+    return build(ty)
+
+
+def plan_graph(main: Function, types: ModuleTypes) -> GraphPlan:
+    """The plan of a fused `@main`; `NotCompilable` when it uses anything but tensors,
+    tuples, projections, constants and calls of `Primitive` functions."""
+    slots: list[Slot] = []
+    value_of: dict[int, OutputTree] = {}
+    kernels: list[Function] = []
+    kernel_index: dict[int, list[int]] = {}
+    constants: list[np.ndarray] = []
+    steps: list[KernelStep] = []
+    input_slots: list[int] = []
+    for k, param in enumerate(main.params):
+        ty = _static_tensor(types.type_of(param), f"parameter %{param.name_hint}")
+        value_of[id(param)] = len(slots)
+        input_slots.append(len(slots))
+        slots.append(Slot(tuple(int(d) for d in ty.shape), ty.dtype, "input", k))  # type: ignore[arg-type]
+
+    def kernel_for(fn: Function) -> int:
+        h = structural_hash(fn)
+        for k in kernel_index.get(h, []):
+            if structural_equal(kernels[k], fn):
+                return k
+        kernel_index.setdefault(h, []).append(len(kernels))
+        kernels.append(fn)
+        return len(kernels) - 1
+
+    for node in post_order(main.body):
+        if id(node) in value_of or _is_primitive(node):
+            continue
+        if isinstance(node, Var):
+            raise NotCompilable(f"free variable %{node.name_hint}")
+        if isinstance(node, Constant):
+            ty = _static_tensor(types.type_of(node), "a constant")
+            value_of[id(node)] = len(slots)
+            slots.append(Slot(tuple(node.data.shape), ty.dtype, "constant", len(constants)))
+            constants.append(node.data)
+        elif isinstance(node, Tuple):
+            value_of[id(node)] = tuple(value_of[id(f)] for f in node.fields)
+        elif isinstance(node, TupleGetItem):
+            tup = value_of[id(node.tuple_value)]
+            if not isinstance(tup, tuple):
+                raise NotCompilable("a projection of a non-tuple")
+            value_of[id(node)] = tup[node.index]
+        elif isinstance(node, Call) and _is_primitive(node.op):
+            args: list[int] = []
+            for a in node.args:
+                args.extend(_flatten_tree(value_of[id(a)]))
+            ty = types.type_of(node)
+            outs = []
+            for t in _result_slots(ty, "a fused kernel's result"):
+                outs.append(len(slots))
+                slots.append(Slot(tuple(int(d) for d in t.shape), t.dtype, "kernel"))  # type: ignore[arg-type]
+            steps.append(KernelStep(kernel_for(node.op), tuple(args), tuple(outs)))  # type: ignore[arg-type]
+            value_of[id(node)] = _rebuild_tree(ty, outs)
+        else:
+            raise NotCompilable(
+                f"`{type(node).__name__}` in @main is not supported by the native executor"
+            )
+    return GraphPlan(
+        tuple(slots),
+        tuple(kernels),
+        tuple(constants),
+        tuple(steps),
+        tuple(p.name_hint for p in main.params),
+        tuple(input_slots),
+        value_of[id(main.body)],
+    )
