@@ -7,13 +7,16 @@ The public API:
 * `IRModule.astext()` and `relay.print_expr(expr)` — back to canonical text.
 * The IR nodes (`relay.Var`, `relay.Call`, `relay.Function`, `relay.TensorType`, ...) and
   `relay.structural_equal` / `relay.structural_hash`.
+* `relay.build(mod, target="llvm", opt_level=3)` — a model compiled to native code, with
+  `.run(**inputs)` and `.save(path)`; `relay.load(path)` loads a saved one;
+  `relay.interpret(mod, **inputs)` runs the reference interpreter.
 * `relay.Error` — the base of every diagnosed user error.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .lang import *  # noqa: F403
 from .lang import Error, Expr, IRModule
@@ -56,4 +59,35 @@ def print_expr(expr: Expr, types: dict[Expr, Type] | None = None) -> str:
     return _print_expr(expr, types)
 
 
-__all__ = ["Error", "IRModule", "parse", "parse_expr", "parse_file", "print_expr"]
+def build(mod: IRModule, target: str = "llvm", opt_level: int = 3) -> Any:
+    """Compile `mod`'s `@main` for `target` (`llvm` or `interp`); see `relay.driver.build`."""
+    from .driver import build as _build
+
+    return _build(mod, target=target, opt_level=opt_level)
+
+
+def load(path: str | os.PathLike[str]) -> Any:
+    """A compiled model saved with `.save(path)`, loaded without recompiling."""
+    from .backend.runtime.compiled import load as _load
+
+    return _load(path)
+
+
+def interpret(mod: IRModule, *args: Any, **inputs: Any) -> Any:
+    """Run `@main` of `mod` in the reference interpreter on numpy inputs."""
+    from .backend.runtime import interpret as _interpret
+
+    return _interpret(mod, *args, **inputs)
+
+
+__all__ = [
+    "Error",
+    "IRModule",
+    "build",
+    "interpret",
+    "load",
+    "parse",
+    "parse_expr",
+    "parse_file",
+    "print_expr",
+]

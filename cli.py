@@ -123,7 +123,7 @@ def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
         took = (time.perf_counter() - start) * 1e3
         inputs = random_inputs_for_slots(model, given, seed=args.seed)
         return model, inputs, f"loaded {args.file} in {took:.1f} ms"
-    from .build import build
+    from .driver import build
 
     module, _ = _parse_module(args.file)
     _global_signatures(module)  # type-check first: errors are reported before running
@@ -178,7 +178,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     """Compile a file to a `.relaymod` artifact that `relay run` loads without recompiling."""
     import time
 
-    from .build import build
+    from .driver import build
 
     module, _ = _parse_module(args.file)
     _global_signatures(module)
