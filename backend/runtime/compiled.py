@@ -359,7 +359,7 @@ def compile_plan(
     `asm`) as text."""
     from ..codegen.compile import compile_module
     from ..codegen.entry import EntryPlan, KernelCall
-    from ..lower.lower_func import MissingComputeError, lower_primitive
+    from ..lower.lower_func import LoweringError, lower_primitive
     from ..lower.target import host_target
 
     seconds: dict[str, float] = {}
@@ -371,8 +371,8 @@ def compile_plan(
     for k, fn in enumerate(plan.kernels):
         kname = f"{name}_k{k}"
         try:
-            lowered = lower_primitive(fn, kname, target)
-        except MissingComputeError:
+            lowered = lower_primitive(fn, None, kname, target)
+        except LoweringError:
             infos.append(KernelInfo(kname, (), fn))
             continue
         lifted = tuple(range(len(params), len(params) + len(lowered.constants)))

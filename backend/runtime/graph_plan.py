@@ -19,7 +19,6 @@ from attrs import frozen
 from ...lang.diagnostics import Error
 from ...lang.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from ...lang.structural import structural_equal, structural_hash
-from ...lang.traversal import post_order
 from ...lang.types import TensorType, TupleType, Type
 from ...typecheck.result import ModuleTypes
 
@@ -121,6 +120,26 @@ def _rebuild_tree(ty: Type, flat: list[int]) -> OutputTree:
     return build(ty)
 
 
+def _dataflow_post_order(root: Expr) -> list[Expr]:
+    """The nodes of `root` in post-order, each once, without entering function bodies."""
+    from ...lang.traversal import children
+
+    order: list[Expr] = []
+    done: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in done:
+            continue
+        if expanded or isinstance(node, Function):
+            done.add(id(node))
+            order.append(node)
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in reversed(children(node)) if id(c) not in done)
+    return order
+
+
 def plan_graph(main: Function, types: ModuleTypes) -> GraphPlan:
     """The plan of a fused `@main`; `NotCompilable` when it uses anything but tensors,
     tuples, projections, constants and calls of `Primitive` functions."""
@@ -146,7 +165,7 @@ def plan_graph(main: Function, types: ModuleTypes) -> GraphPlan:
         kernels.append(fn)
         return len(kernels) - 1
 
-    for node in post_order(main.body):
+    for node in _dataflow_post_order(main.body):
         if id(node) in value_of or _is_primitive(node):
             continue
         if isinstance(node, Var):

@@ -1,6 +1,10 @@
 """Tensor expressions (TE): what each element of a tensor is (`tensor`), and how the loops
-that compute it run (`schedule`, added by the schedule module)."""
+that compute it run (`schedule`), recorded as a replayable `trace`, and `lower`ing a schedule
+to a loop-IR kernel (bound inference in `bound`)."""
 
+from .errors import ScheduleError
+from .lower import lower, lower_default
+from .schedule import Schedule, Stage, create_schedule
 from .tensor import (
     ComputeOp,
     ExternOp,
@@ -18,9 +22,11 @@ from .tensor import (
     reduce_axis,
     sum_,
 )  # fmt: skip
+from .trace import Step, Trace, replay
 
 __all__ = [
-    "ComputeOp", "ExternOp", "Operation", "PlaceholderOp", "ProducerLoad", "Tensor",
-    "comm_reducer", "compute", "extern", "max_reduce", "min_reduce", "placeholder", "prod",
-    "reduce_axis", "sum_",
+    "ComputeOp", "ExternOp", "Operation", "PlaceholderOp", "ProducerLoad", "Schedule",
+    "ScheduleError", "Stage", "Step", "Tensor", "Trace", "comm_reducer", "compute",
+    "create_schedule", "extern", "lower", "lower_default", "max_reduce", "min_reduce",
+    "placeholder", "prod", "reduce_axis", "replay", "sum_",
 ]  # fmt: skip

@@ -201,14 +201,11 @@ class BinaryOp(PrimExpr):
 
     a: PrimExpr
     b: PrimExpr
+    dtype: str = field(init=False, default="")
 
     def __attrs_post_init__(self) -> None:
         _check_same(self.a, self.b, type(self).__name__)
-
-    @property
-    def dtype(self) -> str:  # type: ignore[override]
-        """The operands' dtype."""
-        return self.a.dtype
+        object.__setattr__(self, "dtype", self.a.dtype)
 
 
 class Add(BinaryOp):
@@ -254,13 +251,11 @@ class CmpOp(PrimExpr):
     a: PrimExpr
     b: PrimExpr
 
+    dtype: str = field(init=False, default="")
+
     def __attrs_post_init__(self) -> None:
         _check_same(self.a, self.b, type(self).__name__)
-
-    @property
-    def dtype(self) -> str:  # type: ignore[override]
-        """`bool` with the operands' vector width."""
-        return with_lanes("bool", lanes_of(self.a.dtype))
+        object.__setattr__(self, "dtype", with_lanes("bool", lanes_of(self.a.dtype)))
 
 
 class EQ(CmpOp):
@@ -293,16 +288,13 @@ class And(PrimExpr):
 
     a: PrimExpr
     b: PrimExpr
+    dtype: str = field(init=False, default="")
 
     def __attrs_post_init__(self) -> None:
         _check_same(self.a, self.b, "And")
         if not is_bool(self.a.dtype):
             raise TypeError(f"And needs bool operands, got {self.a.dtype}")
-
-    @property
-    def dtype(self) -> str:  # type: ignore[override]
-        """The operands' dtype (bool)."""
-        return self.a.dtype
+        object.__setattr__(self, "dtype", self.a.dtype)
 
 
 @frozen(eq=False)
@@ -311,16 +303,13 @@ class Or(PrimExpr):
 
     a: PrimExpr
     b: PrimExpr
+    dtype: str = field(init=False, default="")
 
     def __attrs_post_init__(self) -> None:
         _check_same(self.a, self.b, "Or")
         if not is_bool(self.a.dtype):
             raise TypeError(f"Or needs bool operands, got {self.a.dtype}")
-
-    @property
-    def dtype(self) -> str:  # type: ignore[override]
-        """The operands' dtype (bool)."""
-        return self.a.dtype
+        object.__setattr__(self, "dtype", self.a.dtype)
 
 
 @frozen(eq=False)
@@ -328,11 +317,10 @@ class Not(PrimExpr):
     """Logical not of a bool."""
 
     a: PrimExpr
+    dtype: str = field(init=False, default="")
 
-    @property
-    def dtype(self) -> str:  # type: ignore[override]
-        """The operand's dtype (bool)."""
-        return self.a.dtype
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.a.dtype)
 
 
 @frozen(eq=False)
@@ -344,13 +332,11 @@ class Select(PrimExpr):
     true_value: PrimExpr
     false_value: PrimExpr
 
+    dtype: str = field(init=False, default="")
+
     def __attrs_post_init__(self) -> None:
         _check_same(self.true_value, self.false_value, "Select")
-
-    @property
-    def dtype(self) -> str:  # type: ignore[override]
-        """The branches' dtype."""
-        return self.true_value.dtype
+        object.__setattr__(self, "dtype", self.true_value.dtype)
 
 
 @frozen(eq=False)
@@ -377,11 +363,10 @@ class Let(PrimExpr):
     var: Var
     value: PrimExpr
     body: PrimExpr
+    dtype: str = field(init=False, default="")
 
-    @property
-    def dtype(self) -> str:  # type: ignore[override]
-        """The body's dtype."""
-        return self.body.dtype
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "dtype", self.body.dtype)
 
 
 @frozen(eq=False)

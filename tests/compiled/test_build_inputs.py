@@ -51,7 +51,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_wrong_input_is_a_clear_error(case):
     done = subprocess.run(
-        [sys.executable, "-c", PROGRAM.format(case=case)],
+        [sys.executable, "-c", PROGRAM.replace("{case!r}", repr(case))],
         capture_output=True,
         text=True,
         timeout=300,
