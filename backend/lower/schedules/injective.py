@@ -1,0 +1,86 @@
+"""The schedule of injective kernels: every output is one vectorized, parallel loop nest.
+
+For an output with axes `(a0, ..., an)`, `f` the vector factor of `an` (the vector width of
+the dtype when it divides the extent, else a smaller power of two that does, else the width
+with a guarded tail; see `vector_factor`):
+
+    for r in fuse(a0, ..., a(n-1)):      # parallel (with an.outer fused in too when the
+      for an.outer in [0, an / f):      #  rows alone give the threads too few iterations)
+        for an.inner in [0, f):         # vectorized
+          out[...] = ...
+
+When `an` is too short to vectorize (`f` is 0), it is fused with the next axis longer than
+1 (one `//`/`%` level, which simplification folds back into a contiguous index) and the
+fused loop is split by its vector factor instead. Parallel loops are made only for outputs with at
+least `PARALLEL_MIN_ELEMENTS` elements on a target with several threads.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...te.tensor import Tensor
+from ..target import Target
+from . import PARALLEL_MIN_ELEMENTS as MIN_ELEMENTS
+from . import (
+    PRIORITY_INJECTIVE,
+    Schedule,
+    extents,
+    parallel_rows,
+    register_schedule,
+    vector_factor,
+)
+
+
+def schedule_injective_stage(s: Schedule, t: Tensor, target: Target) -> None:
+    """Give the (non-reducing, at root) stage of `t` the vectorized parallel loop nest."""
+    stage = s[t]
+    axes = list(stage.op.axis)
+    sizes = extents(t.op)
+    if not axes or 0 in sizes:
+        return
+    lanes = target.lanes(t.dtype)
+    total = math.prod(sizes)
+    factor = vector_factor(sizes[-1], lanes)
+    if factor:
+        tail, inner = stage.split(axes[-1], factor=factor)
+        stage.vectorize(inner)
+        n_tail = -(-sizes[-1] // factor)
+        parallel_rows(stage, axes[:-1], sizes[:-1], tail, n_tail, total, target, MIN_ELEMENTS)
+        return
+    # A short innermost axis: vectorize across it and the next longer axis fused (one level
+    # of `//` and `%` in the indices, which simplification folds back).
+    k = trailing_pair(sizes)
+    span = math.prod(sizes[k:])
+    factor = vector_factor(span, lanes)
+    if factor and k < len(axes) - 1:
+        tail, inner = stage.split(stage.fuse(*axes[k:]), factor=factor)
+        stage.vectorize(inner)
+        n_tail = -(-span // factor)
+        parallel_rows(stage, axes[:k], sizes[:k], tail, n_tail, total, target, MIN_ELEMENTS)
+        return
+    parallel_rows(stage, axes, sizes, None, 1, total, target, MIN_ELEMENTS)
+
+
+def trailing_pair(sizes: list[int]) -> int:
+    """The first of the trailing axes that hold the last two axes longer than 1 (and the
+    axes of extent 1 around them): fusing `sizes[k:]` nests at most one `//`/`%` pair."""
+    long_axes = 0
+    k = len(sizes)
+    while k > 0 and (long_axes < 2 or sizes[k - 1] == 1):
+        if sizes[k - 1] > 1:
+            long_axes += 1
+        k -= 1
+    return k
+
+
+@register_schedule("injective", PRIORITY_INJECTIVE)
+@register_schedule("elemwise", PRIORITY_INJECTIVE)
+@register_schedule("broadcast", PRIORITY_INJECTIVE)
+def schedule_injective(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
+    """Schedule each output with its default loop nest (see the module docstring); an
+    output that reduces gets the reduction's default instead."""
+    from .generic import schedule_stage_default
+
+    for out in outputs:
+        schedule_stage_default(s, out, target)

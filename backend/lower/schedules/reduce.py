@@ -1,0 +1,213 @@
+"""The schedule of reductions, alone or followed by an element-wise tail (mean's divide,
+layer norm's normalize, softmax's stages, average pooling's divide).
+
+A reduction stage at root, with data axes `D` (last one `d`) and reduction axes `R`:
+
+    reads' last index is reduced      for f in fuse(D):            # parallel
+    (sum over the last axis):           for r in R:                # contiguous, serial:
+                                                                   # LLVM vectorizes it
+    reads' last index follows d       for f in fuse(D[:-1]):       # parallel
+    (sum over a middle axis, a          for d.outer:
+     pooling window x[.., d*s + k]):      for r in R:
+                                            for d.inner in [0, v):   # vectorized
+
+A kernel whose output `out` reads the anchor through element-wise stages: the `L` leading
+axes of `out` along which the anchor (and every other materialized stage that can) is read
+element for element (`attach_depths`) are fused into one row loop (parallel when there is
+enough work), those stages are computed inside it (`compute_at`), and `out`'s remaining
+innermost axis is vectorized:
+
+    for row in fuse(out[:L]):                  # parallel
+      <each attached stage, for this row>
+      for out[L:] ...: for inner in [0, v):    # vectorized
+
+If bound inference cannot shrink a stage computed at a fused loop to one iteration's
+region (`fused_attach_is_exact`), the rows stay separate loops: the stages go inside the
+innermost row, the outermost row with more than one iteration is parallel.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+from ...te.tensor import ComputeOp, Operation, Tensor
+from ..target import Target
+from . import (
+    PARALLEL_MIN_WORK,
+    PRIORITY_REDUCE,
+    Schedule,
+    attach_depths,
+    extents,
+    inlined_ops,
+    innermost_read,
+    is_reduction,
+    parallel_rows,
+    reduce_extent,
+    register_schedule,
+    stage_order,
+    vector_factor,
+)
+
+
+def _extent_of(iv: Any) -> int | None:
+    return getattr(iv.dom.extent, "value", None)
+
+
+def _work(op: Operation) -> int:
+    return math.prod(extents(op)) * reduce_extent(op)
+
+
+def _vector_inner(stage: Any, op: ComputeOp, first: int, target: Target) -> tuple[Any, int]:
+    """In a reduction stage whose reads follow its last data axis: split that axis by its
+    vector factor and move the reduction loops between the parts (`first`: the first data
+    axis to reorder). Returns (the loop outside the reduction loops, its extent): the outer
+    part, or the whole axis when it is too short to vectorize."""
+    data, red = list(op.axis), list(op.reduce_axis)
+    sizes = extents(op)
+    factor = vector_factor(sizes[-1], target.lanes(op.output(0).dtype))
+    if factor:
+        xo, xi = stage.split(data[-1], factor=factor)
+        stage.reorder(*data[first:-1], xo, *red, xi)
+        stage.vectorize(xi)
+        return xo, -(-sizes[-1] // factor)
+    stage.reorder(*data[first:], *red)
+    return data[-1], sizes[-1]
+
+
+def _reads_along_data(s: Schedule, op: ComputeOp) -> bool:
+    return (
+        bool(op.axis)
+        and bool(op.reduce_axis)
+        and extents(op)[-1] > 1
+        and op.num_outputs == 1
+        and innermost_read(op, inlined_ops(s)) == "data"
+    )
+
+
+def schedule_reduce_stage(s: Schedule, t: Tensor, target: Target) -> None:
+    """The root loop nest of the reduction stage of `t` (see the module docstring)."""
+    op = t.op
+    assert isinstance(op, ComputeOp)
+    stage = s[t]
+    data = list(op.axis)
+    sizes = extents(op)
+    if 0 in sizes or not data:
+        return
+    if _reads_along_data(s, op):
+        tail, tail_extent = _vector_inner(stage, op, 0, target)
+        parallel_rows(stage, data[:-1], sizes[:-1], tail, tail_extent, _work(op), target)
+    else:
+        parallel_rows(stage, data, sizes, None, 1, _work(op), target)
+
+
+@functools.cache
+def fused_attach_is_exact() -> bool:
+    """Whether bound inference gives a stage computed at a fused loop only the region of one
+    fused iteration (else attaching at a fused loop recomputes the whole stage each time,
+    and the rows are kept as separate loops)."""
+    from ...te.bound import infer_bound
+    from ...te.schedule import create_schedule
+    from ...te.tensor import compute, placeholder, reduce_axis, sum_
+
+    a = placeholder((2, 3, 4), "float32", "a")
+    k = reduce_axis(4, "k")
+    b = compute((2, 3), lambda i, j: sum_(a[i, j, k], axis=k), "b")
+    c = compute((2, 3), lambda i, j: b[i, j], "c")
+    s = create_schedule(c)
+    s[b].compute_at(s[c], s[c].fuse(*c.op.axis))
+    try:
+        shape = infer_bound(s).stages[s[b]].shape
+    except Exception:  # any failure: do not rely on it
+        return False
+    return all(getattr(d, "value", None) == 1 for d in shape)
+
+
+def _rows(s: Schedule, t: Tensor, level: int, target: Target) -> tuple[Any, list[Any], int]:
+    """Make the row loops of `t`'s stage (its first `level` axes) and vectorize its last
+    remaining axis. Returns (loop to attach stages at, row loops, extent of the rows). The
+    rows are one fused loop when bound inference handles fused loops."""
+    stage = s[t]
+    axes = list(stage.op.axis)
+    sizes = extents(t.op)
+    if level < len(axes):
+        if not is_reduction(t.op):
+            factor = vector_factor(sizes[-1], target.lanes(t.dtype))
+            if factor:
+                _, xi = stage.split(axes[-1], factor=factor)
+                stage.vectorize(xi)
+        elif _reads_along_data(s, t.op):  # type: ignore[arg-type]
+            _vector_inner(stage, t.op, level, target)  # type: ignore[arg-type]
+    rows = axes[:level]
+    if len(rows) > 1 and fused_attach_is_exact():
+        rows = [stage.fuse(*rows)]
+    return rows[-1], rows, math.prod(sizes[:level])
+
+
+def _vectorize_attached(s: Schedule, op: ComputeOp, level: int, target: Target) -> None:
+    """Inside a row: a reduction with data axes left after `level` that reads along its
+    last one gets the reduction loops outside and that axis vectorized."""
+    if len(op.axis) > level and is_reduction(op) and _reads_along_data(s, op):
+        _vector_inner(s[op], op, level, target)
+
+
+def output_reading(outputs: list[Tensor], anchor: Tensor) -> Tensor:
+    """The first output that depends on `anchor` (the first output if none does)."""
+    for out in outputs:
+        if any(op is anchor.op for op in stage_order([out])):
+            return out
+    return outputs[0]
+
+
+def schedule_with_tail(
+    s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target, keep_inner: bool = False
+) -> None:
+    """Schedule `anchor`'s reduction inside the loops of the output that reads it (module
+    docstring); with `keep_inner`, the output's innermost axis stays a vector loop even when
+    it is aligned too (pooling: the window loops go outside a vector of output columns)."""
+    from .generic import schedule_stage_default
+
+    out = output_reading(outputs, anchor)
+    for other in outputs:
+        if other is not out:
+            schedule_stage_default(s, other, target)
+    order = stage_order([out])
+    inlined = inlined_ops(s)
+    output_ids = {id(t.op) for t in outputs}
+    stages = [
+        op
+        for op in order
+        if isinstance(op, ComputeOp) and id(op) not in inlined and id(op) not in output_ids
+    ]
+    sizes = extents(out.op)
+    if not stages or 0 in sizes:
+        schedule_stage_default(s, out, target)
+        return
+    depths = attach_depths(out, stages, inlined, order)
+    if anchor.op is out.op:
+        level = min(depths.get(id(op), 0) for op in stages)
+    else:
+        level = depths.get(id(anchor.op), 0)
+    if keep_inner and level == len(sizes) and level > 1 and sizes[-1] >= 2:
+        level -= 1
+    if level == 0:
+        schedule_stage_default(s, out, target)
+        return
+    at, rows, row_extent = _rows(s, out, level, target)
+    work = math.prod(sizes)
+    for op in stages:
+        if depths.get(id(op), 0) >= level:
+            s[op].compute_at(s[out], at)
+            work += _work(op)
+            _vectorize_attached(s, op, level, target)  # type: ignore[arg-type]
+    if work >= PARALLEL_MIN_WORK and target.num_threads > 1 and row_extent > 1:
+        wide = [r for r in rows if (_extent_of(r) or 0) > 1]
+        s[out].parallel(wide[0] if wide else rows[0])
+
+
+@register_schedule("comm_reduce", PRIORITY_REDUCE)
+@register_schedule("reduce", PRIORITY_REDUCE)
+def schedule_reduce(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
+    """Reductions (sum, mean, max, argmax, layer norm's statistics ...)."""
+    schedule_with_tail(s, outputs, anchor, target)

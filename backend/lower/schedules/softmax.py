@@ -1,0 +1,47 @@
+"""The schedule of softmax and log-softmax: the statistics (max, sum of exponentials) and
+the normalize stage are computed row by row.
+
+For softmax over the last axis of `x[n, c]`:
+
+    for n in rows:                 # parallel when there is enough work
+      maxelem[n] = max_k x[n, k]
+      expsum[n] = sum_k exp(x[n, k] - maxelem[n])
+      for c.outer: for c.inner in [0, v):       # vectorized
+        out[n, c] = exp(x[n, c] - maxelem[n]) / expsum[n]
+
+Over another axis the rows are the leading axes before it (the statistics of a row are
+computed for all the trailing positions at once). An element-wise tail after the softmax is
+the output; the normalize stage is then computed inside the output's rows too.
+"""
+
+from __future__ import annotations
+
+from ...te.tensor import Tensor
+from ..target import Target
+from . import PRIORITY_REDUCE, Schedule, register_schedule
+from .reduce import schedule_with_tail
+
+
+@register_schedule("softmax", PRIORITY_REDUCE)
+@register_schedule("log_softmax", PRIORITY_REDUCE)
+@register_schedule("fast_softmax", PRIORITY_REDUCE)
+def schedule_softmax(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
+    """Softmax-like kernels: statistics per row, normalize vectorized (module docstring)."""
+    from .reduce import output_reading
+
+    out = output_reading(outputs, anchor)
+    if anchor.op is out.op:
+        # The normalize stage is the output: its statistics are the stages to attach.
+        schedule_with_tail(s, outputs, _first_statistic(anchor) or anchor, target)
+    else:
+        schedule_with_tail(s, outputs, anchor, target)
+
+
+def _first_statistic(anchor: Tensor) -> Tensor | None:
+    """The first reduction stage the normalize stage reads (the row maximum)."""
+    from . import is_reduction, stage_order
+
+    for op in stage_order([anchor]):
+        if is_reduction(op):
+            return op.output(0)
+    return None
