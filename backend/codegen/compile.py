@@ -1,0 +1,248 @@
+"""Compiling kernels to native code, and loading saved object code without recompiling.
+
+`compile_module(funcs, entry)` emits every PrimFunc (and the optional model entry function)
+into one LLVM module, optimizes it for the host CPU, emits object code, and links that object
+code into a fresh MCJIT execution engine: the code that runs is exactly `.object_code`, so a
+saved library behaves like the freshly compiled one. `load_library(object_code)` does only the
+last step, in any process on the same kind of machine.
+
+Each library carries a manifest (a JSON string in the global `__relay_manifest`) naming its
+functions and their parameter counts, so a loaded library knows its own signatures. The
+thread pool is not part of a library: every library links to the one pool of the process
+(`threadpool.runtime()`), so loading the same library twice never starts a second pool.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+
+from ..tir.stmt import PrimFunc
+from . import llvm_target, threadpool
+from .entry import EntryPlan, emit_entry
+from .llvm_ir import emit_primfunc
+from .llvm_types import I8, CodegenError
+
+ALIGNMENT = 64
+"""Byte alignment kernels assume for every buffer they are passed."""
+
+MANIFEST_SYMBOL = "__relay_manifest"
+MANIFEST_FORMAT = 1
+
+
+class CompiledLibrary:
+    """Native code of some kernels (and maybe a model entry function), ready to call.
+
+    `get(name)` is a ctypes function taking one `void*` per buffer (the entry function
+    takes four: inputs, outputs, params, workspace). `object_code` is the ELF object that
+    `load_library` accepts; `llvm_ir` (optimized), `llvm_ir_unoptimized` and `asm` are
+    available for libraries compiled in this process (None for loaded ones).
+    """
+
+    def __init__(
+        self,
+        engine: llvm.ExecutionEngine,
+        object_code: bytes,
+        manifest: dict[str, Any],
+        llvm_ir: str | None = None,
+        llvm_ir_unoptimized: str | None = None,
+    ) -> None:
+        self._engine = engine
+        self.object_code = object_code
+        self.functions: dict[str, int] = dict(manifest["functions"])
+        self.entry: str | None = manifest.get("entry")
+        self.llvm_ir = llvm_ir
+        self.llvm_ir_unoptimized = llvm_ir_unoptimized
+        self._asm: str | None = None
+        self._cache: dict[str, Callable[..., None]] = {}
+
+    @property
+    def asm(self) -> str | None:
+        """The assembly of the optimized module (computed on first use)."""
+        if self._asm is None and self.llvm_ir is not None:
+            ref = llvm.parse_assembly(self.llvm_ir)
+            self._asm = llvm_target.target_machine().emit_assembly(ref)
+        return self._asm
+
+    def names(self) -> list[str]:
+        """The callable functions of this library (kernels and the entry function)."""
+        return list(self.functions)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.functions
+
+    def address(self, name: str) -> int:
+        """The address of function `name`."""
+        if name not in self.functions:
+            raise KeyError(f"library has no function `{name}` (it has {self.names()})")
+        return int(self._engine.get_function_address(name))
+
+    def run(self, name: str, *arrays: Any) -> None:
+        """Call function `name` on numpy arrays (C-contiguous; one per parameter)."""
+        fn = self.get(name)
+        if len(arrays) != self.functions[name]:
+            raise TypeError(f"`{name}` takes {self.functions[name]} buffers, got {len(arrays)}")
+        for k, a in enumerate(arrays):
+            if not a.flags.c_contiguous or a.ctypes.data % ALIGNMENT:
+                raise ValueError(
+                    f"argument {k} of `{name}` must be C-contiguous and {ALIGNMENT}-byte "
+                    "aligned (see `aligned_empty`)"
+                )
+        fn(*(a.ctypes.data for a in arrays))
+
+    def get(self, name: str) -> Callable[..., None]:
+        """Function `name` as a ctypes function of `void*` arguments returning nothing."""
+        fn = self._cache.get(name)
+        if fn is None:
+            nargs = self.functions.get(name)
+            if nargs is None:
+                raise KeyError(f"library has no function `{name}` (it has {self.names()})")
+            proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs))
+            cfn = proto(self.address(name))
+            cfn._library = self  # type: ignore[attr-defined]  # keep the code alive
+            self._cache[name] = fn = cfn
+        return fn
+
+
+def aligned_empty(shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data is `ALIGNMENT`-byte aligned."""
+    dt = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(count * dt.itemsize + ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start : start + count * dt.itemsize].view(dt).reshape(shape)
+
+
+def aligned_copy(array: Any) -> np.ndarray:
+    """A C-contiguous, `ALIGNMENT`-byte aligned copy of `array`."""
+    a = np.asarray(array)
+    out = aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
+def _manifest(funcs: Sequence[PrimFunc], entry: EntryPlan | None) -> dict[str, Any]:
+    functions = {f.name: len(f.params) for f in funcs}
+    if entry is not None:
+        functions[entry.name] = 4
+    return {
+        "format": MANIFEST_FORMAT,
+        "functions": functions,
+        "entry": entry.name if entry else None,
+    }
+
+
+def _add_manifest(module: ir.Module, manifest: dict[str, Any]) -> None:
+    data = bytearray(json.dumps(manifest, sort_keys=True).encode()) + b"\0"
+    ty = ir.ArrayType(I8, len(data))
+    gv = ir.GlobalVariable(module, ty, MANIFEST_SYMBOL)
+    gv.initializer = ir.Constant(ty, data)
+    gv.global_constant = True
+
+
+def build_ir(
+    funcs: Sequence[PrimFunc], entry: EntryPlan | None = None, name: str = "relay_module"
+) -> tuple[ir.Module, dict[str, Any]]:
+    """The unoptimized LLVM module of `funcs` (plus `entry`) and its manifest."""
+    llvm_target.initialize()
+    module = ir.Module(name)
+    module.triple = llvm_target.triple()
+    module.data_layout = llvm_target.data_layout()
+    names: set[str] = set()
+    for f in funcs:
+        if f.name in names:
+            raise CodegenError(f"two kernels are named `{f.name}`")
+        names.add(f.name)
+        emit_primfunc(module, f)
+    if entry is not None:
+        if entry.name in names:
+            raise CodegenError(f"the entry function `{entry.name}` clashes with a kernel")
+        emit_entry(module, entry, {f.name: f for f in funcs})
+    manifest = _manifest(funcs, entry)
+    _add_manifest(module, manifest)
+    return module, manifest
+
+
+def compile_module(
+    funcs: Sequence[PrimFunc],
+    entry: EntryPlan | None = None,
+    name: str = "relay_module",
+    optimize: bool = True,
+) -> CompiledLibrary:
+    """Compile `funcs` (and the model entry function `entry`) to native code for this CPU."""
+    module, manifest = build_ir(funcs, entry, name)
+    text = str(module)
+    ref = llvm.parse_assembly(text)
+    ref.verify()
+    if optimize:
+        llvm_target.optimize(ref)
+    object_code = bytes(llvm_target.target_machine().emit_object(ref))
+    engine = _link(object_code)
+    return CompiledLibrary(engine, object_code, manifest, str(ref), text)
+
+
+def undefined_symbols(object_code: bytes) -> list[str]:
+    """Names of the symbols an ELF64 little-endian object file needs from elsewhere."""
+    if object_code[:4] != b"\x7fELF" or object_code[4] != 2 or object_code[5] != 1:
+        raise CodegenError("object code is not a 64-bit little-endian ELF file")
+    (shoff,) = struct.unpack_from("<Q", object_code, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", object_code, 0x3A)
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", object_code, shoff + k * shentsize) for k in range(shnum)
+    ]
+    names: list[str] = []
+    for sec in sections:
+        if sec[1] != 2:  # SHT_SYMTAB
+            continue
+        offset, size, link, entsize = sec[4], sec[5], sec[6], sec[9] or 24
+        strtab = sections[link][4]
+        for pos in range(offset + entsize, offset + size, entsize):
+            st_name, _info, _other, st_shndx = struct.unpack_from("<IBBH", object_code, pos)
+            if st_shndx == 0 and st_name:
+                end = object_code.index(b"\0", strtab + st_name)
+                names.append(object_code[strtab + st_name : end].decode())
+    return names
+
+
+_LINKER_SYMBOLS = frozenset(["_GLOBAL_OFFSET_TABLE_"])  # provided by the JIT linker itself
+
+
+def _link(object_code: bytes) -> llvm.ExecutionEngine:
+    threadpool.runtime()  # kernels link to the process's pool symbols
+    try:
+        needed = [s for s in undefined_symbols(object_code) if s not in _LINKER_SYMBOLS]
+    except (struct.error, IndexError, ValueError) as exc:
+        raise CodegenError(f"object code is damaged: {exc}") from None
+    missing = [s for s in needed if llvm.address_of_symbol(s) is None]
+    if missing:
+        raise CodegenError(
+            f"the compiled code needs symbols this process does not provide: {', '.join(missing)}"
+        )
+    empty = llvm.parse_assembly("")
+    empty.triple = llvm_target.triple()
+    engine = llvm.create_mcjit_compiler(empty, llvm_target.new_target_machine())
+    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+    engine.finalize_object()
+    return engine
+
+
+def load_library(object_code: bytes) -> CompiledLibrary:
+    """Load object code saved from `CompiledLibrary.object_code`, without recompiling."""
+    llvm_target.initialize()
+    if not object_code.startswith(b"\x7fELF") or MANIFEST_SYMBOL.encode() not in object_code:
+        raise CodegenError("this is not object code of a relay library")
+    engine = _link(bytes(object_code))
+    addr = engine.get_global_value_address(MANIFEST_SYMBOL)
+    if not addr:
+        raise CodegenError("the library has no manifest")
+    manifest = json.loads(ctypes.string_at(addr).decode())
+    if manifest.get("format") != MANIFEST_FORMAT:
+        raise CodegenError(f"library format {manifest.get('format')} is not supported")
+    return CompiledLibrary(engine, bytes(object_code), manifest)

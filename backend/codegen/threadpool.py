@@ -1,0 +1,477 @@
+"""A persistent thread pool written in LLVM IR, shared by every compiled kernel in a process.
+
+No C compiler and no Python threads: the pool is an LLVM module JIT-compiled once per
+process (`runtime()`); its workers are made with `pthread_create` (resolved from the
+process) the first time a parallel loop needs them and then live until interpreter exit.
+Kernels reach it through two symbols registered with `llvm.add_symbol`:
+
+* `void __relay_parallel_for(void (*task)(i64 index, i8* closure), i8* closure, i64 n)` runs
+  `task(0..n-1, closure)` across the pool; the calling thread works too. Tasks are claimed
+  one at a time from an atomic counter (dynamic scheduling), so a thread slowed down by
+  another process on the same core does not hold the others back.
+* `i32 __relay_num_threads()` is the configured thread count (kernels make
+  `min(extent, TASKS_PER_THREAD * threads)` tasks).
+
+Protocol: a job (function, closure, n, next-task counter, remaining counter, allowed
+workers) lives on the caller's stack and is published through `cur_job`, then the
+generation counter `gen` is bumped. Workers spin briefly on `gen` (`pause`), then sleep
+in `futex(FUTEX_WAIT)` (Linux on x86-64 and AArch64; elsewhere they keep yielding with
+`sched_yield`); the caller wakes sleepers only if there are some. A worker counts
+itself in `active` before it reads `cur_job`; the caller, when all tasks are done, clears
+`cur_job` and waits for `active == 0`, so no worker can touch a job after its frame is gone.
+A `busy` flag taken with `cmpxchg` makes a nested or concurrent parallel loop (another
+Python thread calling a kernel at the same time) run inline on its own thread.
+
+`set_num_threads(n)` (default: the size of `os.sched_getaffinity(0)`, or `RELAY_NUM_THREADS`)
+changes how many threads take part; 1 runs every loop inline. At interpreter exit the
+workers are woken and joined (no hang, no code freed under a running thread); after
+`os.fork` the child starts with no workers and makes its own on demand.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import threading
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from . import llvm_target
+from .llvm_types import I32, I64, PTR, VOID, FunctionPointerType, declare, gep
+
+PARALLEL_FOR = "__relay_parallel_for"
+NUM_THREADS = "__relay_num_threads"
+TASKS_PER_THREAD = 4
+"""Tasks per thread a parallel loop is cut into (more tasks balance load better)."""
+MAX_WORKERS = 255
+SPIN_ROUNDS = 1 << 14
+"""`pause` rounds a worker spins for a new job before it sleeps (about 1 ms here)."""
+
+_SYS_FUTEX = {"x86_64": 202, "aarch64": 98}  # Linux syscall numbers by architecture
+_PAUSE = {"x86_64": "pause", "aarch64": "yield"}  # the spin-wait hint instruction
+_FUTEX_WAIT_PRIVATE = 128
+_FUTEX_WAKE_PRIVATE = 129
+
+# job struct: task fn, closure, n, next, remaining, allowed workers
+_JOB = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I32])
+
+
+def declare_runtime(module: ir.Module) -> tuple[ir.Function, ir.Function]:
+    """Declarations of `__relay_parallel_for` and `__relay_num_threads` in a kernel module."""
+    pfor = declare(module, PARALLEL_FOR, VOID, [PTR, PTR, I64])
+    nthreads = declare(module, NUM_THREADS, I32, [])
+    return pfor, nthreads
+
+
+class _PoolBuilder:
+    """Builds the pool module."""
+
+    def __init__(self) -> None:
+        self.m = ir.Module("relay_threadpool")
+        self.m.triple = llvm_target.triple()
+        self.m.data_layout = llvm_target.data_layout()
+        arch = llvm_target.triple().split("-")[0]
+        linux = "linux" in llvm_target.triple()
+        self.futex_nr = _SYS_FUTEX.get(arch) if linux else None
+        self.pause_insn = _PAUSE.get(arch)
+        g = self._global
+        self.cfg = g("cfg_threads", I32, 1)
+        self.nworkers = g("nworkers", I32, 0)
+        self.workers = g("workers", ir.ArrayType(I64, MAX_WORKERS), None)
+        self.gen = g("gen", I32, 0)
+        self.sleepers = g("sleepers", I32, 0)
+        self.active = g("active", I32, 0)
+        self.busy = g("busy", I32, 0)
+        self.shutdown = g("shutdown", I32, 0)
+        self.cur_job = g("cur_job", PTR, None)
+        self.syscall = declare(self.m, "syscall", I64, [I64], var_arg=True)
+        self.sched_yield = declare(self.m, "sched_yield", I32, [])
+        self.pthread_create = declare(self.m, "pthread_create", I32, [PTR, PTR, PTR, PTR])
+        self.pthread_join = declare(self.m, "pthread_join", I32, [I64, PTR])
+        self.task_ty = ir.FunctionType(VOID, [I64, PTR])
+
+    def _global(self, name: str, ty: ir.Type, init: int | None) -> ir.GlobalVariable:
+        gv = ir.GlobalVariable(self.m, ty, f"__relay_pool.{name}")
+        gv.linkage = "internal"
+        gv.initializer = ir.Constant(ty, init)
+        gv.align = 64
+        return gv
+
+    def _fn(
+        self, name: str, ret: ir.Type, args: list[ir.Type], internal: bool = False
+    ) -> tuple[ir.Function, ir.IRBuilder]:
+        fn = ir.Function(self.m, ir.FunctionType(ret, args), name)
+        fn.attributes.add("nounwind")
+        if internal:
+            fn.linkage = "internal"
+        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+    # -------------------------------------------------------------------- primitives
+
+    @staticmethod
+    def load(b: ir.IRBuilder, ptr: ir.Value, ty: ir.Type, order: str = "seq_cst") -> ir.Value:
+        return b.load_atomic(ptr, order, ty.width // 8 if isinstance(ty, ir.IntType) else 8, typ=ty)
+
+    @staticmethod
+    def store(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, order: str = "seq_cst") -> None:
+        size = value.type.width // 8 if isinstance(value.type, ir.IntType) else 8
+        b._insert(ir.instructions.StoreAtomicInstr(b.block, value, ptr, order, size))
+
+    def pause(self, b: ir.IRBuilder) -> None:
+        """The CPU's spin-wait hint (nothing on architectures without a known one)."""
+        if self.pause_insn is not None:
+            asm = ir.InlineAsm(ir.FunctionType(VOID, []), self.pause_insn, "~{memory}", True)
+            b.call(asm, [])
+
+    def futex(self, b: ir.IRBuilder, op: int, value: ir.Value) -> None:
+        """futex(&gen, op, value); where there is no futex, waiting degrades to yielding."""
+        if self.futex_nr is None:
+            b.call(self.sched_yield, [])
+            return
+        null = ir.Constant(PTR, None)
+        args = [
+            ir.Constant(I64, self.futex_nr),
+            self.gen,
+            ir.Constant(I64, op),
+            b.sext(value, I64),
+            null,
+            null,
+            ir.Constant(I64, 0),
+        ]
+        b.call(self.syscall, args)
+
+    def field(self, b: ir.IRBuilder, job: ir.Value, k: int) -> ir.Value:
+        return gep(b, job, [ir.Constant(I32, 0), ir.Constant(I32, k)], _JOB)
+
+    @staticmethod
+    def entry_alloca(fn: ir.Function, ty: ir.Type, name: str) -> ir.Value:
+        """A stack slot in `fn`'s entry block (promoted to a register by mem2reg)."""
+        eb = ir.IRBuilder(fn.entry_basic_block)
+        eb.position_at_start(fn.entry_basic_block)
+        return eb.alloca(ty, name=name)
+
+    def wait_zero(
+        self, b: ir.IRBuilder, fn: ir.Function, ptr: ir.Value, ty: ir.Type, name: str
+    ) -> None:
+        """Spin (then yield) until the integer at `ptr` is 0."""
+        count = self.entry_alloca(fn, I32, f"{name}.spins")
+        b.store(ir.Constant(I32, 0), count)
+        loop, body, yld, spin, done = (
+            fn.append_basic_block(f"{name}.{s}") for s in ("loop", "body", "yield", "spin", "done")
+        )
+        b.branch(loop)
+        b.position_at_end(loop)
+        v = self.load(b, ptr, ty, "acquire")
+        b.cbranch(b.icmp_signed("==", v, ir.Constant(ty, 0)), done, body)
+        b.position_at_end(body)
+        k = b.load(count, typ=I32)
+        b.store(b.add(k, ir.Constant(I32, 1)), count)
+        b.cbranch(b.icmp_signed("<", k, ir.Constant(I32, 2000)), spin, yld)
+        b.position_at_end(spin)
+        self.pause(b)
+        b.branch(loop)
+        b.position_at_end(yld)
+        b.call(self.sched_yield, [])
+        b.branch(loop)
+        b.position_at_end(done)
+
+    # -------------------------------------------------------------------- functions
+
+    def build(self) -> ir.Module:
+        self.run_tasks = self._run_tasks()
+        self.worker = self._worker()
+        self._num_threads()
+        self._set_num_threads()
+        self._parallel_for()
+        self._shutdown()
+        self._after_fork()
+        return self.m
+
+    def _num_threads(self) -> None:
+        _, b = self._fn(NUM_THREADS, I32, [])
+        b.ret(self.load(b, self.cfg, I32, "monotonic"))
+
+    def _set_num_threads(self) -> None:
+        fn, b = self._fn("__relay_set_num_threads", VOID, [I32])
+        n = fn.args[0]
+        lo, hi = ir.Constant(I32, 1), ir.Constant(I32, MAX_WORKERS + 1)
+        n = b.select(b.icmp_signed("<", n, lo), lo, n)
+        n = b.select(b.icmp_signed(">", n, hi), hi, n)
+        self.store(b, n, self.cfg)
+        b.ret_void()
+
+    def _run_tasks(self) -> ir.Function:
+        fn, b = self._fn("__relay_pool_run_tasks", VOID, [PTR], internal=True)
+        job = fn.args[0]
+        n = b.load(self.field(b, job, 2), typ=I64)
+        task = b.load(self.field(b, job, 0), typ=FunctionPointerType(self.task_ty))
+        cl = b.load(self.field(b, job, 1), typ=PTR)
+        loop, work, done = (fn.append_basic_block(s) for s in ("loop", "work", "done"))
+        b.branch(loop)
+        b.position_at_end(loop)
+        t = b.atomic_rmw("add", self.field(b, job, 3), ir.Constant(I64, 1), "monotonic")
+        b.cbranch(b.icmp_signed("<", t, n), work, done)
+        b.position_at_end(work)
+        b.call(task, [t, cl])
+        b.atomic_rmw("sub", self.field(b, job, 4), ir.Constant(I64, 1), "acq_rel")
+        b.branch(loop)
+        b.position_at_end(done)
+        b.ret_void()
+        return fn
+
+    def _worker(self) -> ir.Function:
+        fn, b = self._fn("__relay_pool_worker", PTR, [PTR], internal=True)
+        raw = b.ptrtoint(fn.args[0], I64)
+        wid = b.trunc(b.and_(raw, ir.Constant(I64, 0xFFFF)), I32)
+        my = b.alloca(I32, name="my_gen")
+        b.store(b.trunc(b.lshr(raw, ir.Constant(I64, 16)), I32), my)
+        spins = b.alloca(I32, name="spins")
+        blocks = ("wait", "spin", "pause", "sleep", "got", "run", "leave", "exit")
+        wait, spin, pause, sleep, got, run, leave, exit_ = (
+            fn.append_basic_block(s) for s in blocks
+        )
+        b.branch(wait)
+        b.position_at_end(wait)
+        b.store(ir.Constant(I32, 0), spins)
+        b.branch(spin)
+        b.position_at_end(spin)
+        g = self.load(b, self.gen, I32, "acquire")
+        mine = b.load(my, typ=I32)
+        b.cbranch(b.icmp_signed("!=", g, mine), got, pause)
+        b.position_at_end(pause)
+        k = b.load(spins, typ=I32)
+        b.store(b.add(k, ir.Constant(I32, 1)), spins)
+        self.pause(b)
+        b.cbranch(b.icmp_signed("<", k, ir.Constant(I32, SPIN_ROUNDS)), spin, sleep)
+        b.position_at_end(sleep)
+        b.atomic_rmw("add", self.sleepers, ir.Constant(I32, 1), "seq_cst")
+        g2 = self.load(b, self.gen, I32)
+        with b.if_then(b.icmp_signed("==", g2, mine)):
+            self.futex(b, _FUTEX_WAIT_PRIVATE, mine)
+        b.atomic_rmw("sub", self.sleepers, ir.Constant(I32, 1), "seq_cst")
+        b.branch(wait)
+        b.position_at_end(got)
+        b.store(g, my)
+        stop = self.load(b, self.shutdown, I32, "acquire")
+        b.cbranch(b.icmp_signed("!=", stop, ir.Constant(I32, 0)), exit_, run)
+        b.position_at_end(run)
+        b.atomic_rmw("add", self.active, ir.Constant(I32, 1), "seq_cst")
+        job = self.load(b, self.cur_job, PTR)
+        has_job = b.icmp_unsigned("!=", b.ptrtoint(job, I64), ir.Constant(I64, 0))
+        with b.if_then(has_job):
+            allowed = b.load(self.field(b, job, 5), typ=I32)
+            with b.if_then(b.icmp_signed("<", wid, allowed)):
+                b.call(self.run_tasks, [job])
+        b.branch(leave)
+        b.position_at_end(leave)
+        b.atomic_rmw("sub", self.active, ir.Constant(I32, 1), "seq_cst")
+        b.branch(wait)
+        b.position_at_end(exit_)
+        b.ret(ir.Constant(PTR, None))
+        return fn
+
+    def _start_workers(self, b: ir.IRBuilder, fn: ir.Function, want: ir.Value) -> ir.Value:
+        """Create workers until there are `want`; returns how many exist."""
+        loop, make, done = (fn.append_basic_block(f"start.{s}") for s in ("loop", "make", "done"))
+        b.branch(loop)
+        b.position_at_end(loop)
+        have = b.load(self.nworkers, typ=I32)
+        b.cbranch(b.icmp_signed("<", have, want), make, done)
+        b.position_at_end(make)
+        slot = gep(b, self.workers, [ir.Constant(I32, 0), have], self.workers.value_type)
+        g = self.load(b, self.gen, I32)
+        arg = b.or_(b.shl(b.zext(g, I64), ir.Constant(I64, 16)), b.zext(have, I64))
+        rc = b.call(
+            self.pthread_create, [slot, ir.Constant(PTR, None), self.worker, b.inttoptr(arg, PTR)]
+        )
+        ok = b.icmp_signed("==", rc, ir.Constant(I32, 0))
+        with b.if_then(ok):
+            b.store(b.add(have, ir.Constant(I32, 1)), self.nworkers)
+        b.cbranch(ok, loop, done)
+        b.position_at_end(done)
+        return b.load(self.nworkers, typ=I32)
+
+    def _parallel_for(self) -> None:
+        fn, b = self._fn(PARALLEL_FOR, VOID, [PTR, PTR, I64])
+        task, cl, n = fn.args
+        task.type = FunctionPointerType(self.task_ty)
+        job = b.alloca(_JOB, name="job")
+        job.align = 64
+        serial, pooled, done = (fn.append_basic_block(s) for s in ("serial", "pooled", "done"))
+        threads = self.load(b, self.cfg, I32, "monotonic")
+        single = b.or_(
+            b.icmp_signed("<=", n, ir.Constant(I64, 1)),
+            b.icmp_signed("<=", threads, ir.Constant(I32, 1)),
+        )
+        try_bb = fn.append_basic_block("try")
+        b.cbranch(single, serial, try_bb)
+        b.position_at_end(try_bb)
+        pair = b.cmpxchg(
+            self.busy, ir.Constant(I32, 0), ir.Constant(I32, 1), "acquire", "monotonic"
+        )
+        b.cbranch(b.extract_value(pair, 1), pooled, serial)
+        # serial: run every task here
+        b.position_at_end(serial)
+        counter = self.entry_alloca(fn, I64, "t")
+        b.store(ir.Constant(I64, 0), counter)
+        sloop, sbody = fn.append_basic_block("serial.loop"), fn.append_basic_block("serial.body")
+        b.branch(sloop)
+        b.position_at_end(sloop)
+        t = b.load(counter, typ=I64)
+        b.cbranch(b.icmp_signed("<", t, n), sbody, done)
+        b.position_at_end(sbody)
+        b.call(task, [t, cl])
+        b.store(b.add(t, ir.Constant(I64, 1)), counter)
+        b.branch(sloop)
+        # pooled
+        b.position_at_end(pooled)
+        want = b.sub(threads, ir.Constant(I32, 1))
+        cap = ir.Constant(I32, MAX_WORKERS)
+        want = b.select(b.icmp_signed(">", want, cap), cap, want)
+        have = self._start_workers(b, fn, want)
+        allowed = b.select(b.icmp_signed("<", have, want), have, want)
+        for k, v in enumerate((task, cl, n, ir.Constant(I64, 0), n, allowed)):
+            b.store(v, self.field(b, job, k))
+        self.store(b, job, self.cur_job)
+        b.atomic_rmw("add", self.gen, ir.Constant(I32, 1), "seq_cst")
+        asleep = self.load(b, self.sleepers, I32)
+        with b.if_then(b.icmp_signed(">", asleep, ir.Constant(I32, 0))):
+            self.futex(b, _FUTEX_WAKE_PRIVATE, ir.Constant(I32, 0x7FFFFFFF))
+        b.call(self.run_tasks, [job])
+        self.wait_zero(b, fn, self.field(b, job, 4), I64, "remaining")
+        self.store(b, ir.Constant(PTR, None), self.cur_job)
+        self.wait_zero(b, fn, self.active, I32, "active")
+        self.store(b, ir.Constant(I32, 0), self.busy, "release")
+        b.branch(done)
+        b.position_at_end(done)
+        b.ret_void()
+
+    def _shutdown(self) -> None:
+        fn, b = self._fn("__relay_pool_shutdown", VOID, [])
+        take, got = fn.append_basic_block("take"), fn.append_basic_block("got")
+        yld = fn.append_basic_block("yield")
+        b.branch(take)
+        b.position_at_end(take)
+        pair = b.cmpxchg(
+            self.busy, ir.Constant(I32, 0), ir.Constant(I32, 1), "acquire", "monotonic"
+        )
+        b.cbranch(b.extract_value(pair, 1), got, yld)
+        b.position_at_end(yld)
+        b.call(self.sched_yield, [])
+        b.branch(take)
+        b.position_at_end(got)
+        self.store(b, ir.Constant(I32, 1), self.shutdown)
+        b.atomic_rmw("add", self.gen, ir.Constant(I32, 1), "seq_cst")
+        self.futex(b, _FUTEX_WAKE_PRIVATE, ir.Constant(I32, 0x7FFFFFFF))
+        count = b.load(self.nworkers, typ=I32)
+        idx = self.entry_alloca(fn, I32, "i")
+        b.store(ir.Constant(I32, 0), idx)
+        loop, body, done = (fn.append_basic_block(s) for s in ("loop", "body", "done"))
+        b.branch(loop)
+        b.position_at_end(loop)
+        i = b.load(idx, typ=I32)
+        b.cbranch(b.icmp_signed("<", i, count), body, done)
+        b.position_at_end(body)
+        slot = gep(b, self.workers, [ir.Constant(I32, 0), i], self.workers.value_type)
+        b.call(self.pthread_join, [b.load(slot, typ=I64), ir.Constant(PTR, None)])
+        b.store(b.add(i, ir.Constant(I32, 1)), idx)
+        b.branch(loop)
+        b.position_at_end(done)
+        b.store(ir.Constant(I32, 0), self.nworkers)
+        self.store(b, ir.Constant(I32, 0), self.shutdown)
+        self.store(b, ir.Constant(I32, 0), self.busy, "release")
+        b.ret_void()
+
+    def _after_fork(self) -> None:
+        _, b = self._fn("__relay_pool_after_fork", VOID, [])
+        for gv in (self.nworkers, self.sleepers, self.active, self.busy, self.shutdown):
+            self.store(b, ir.Constant(I32, 0), gv)
+        self.store(b, ir.Constant(PTR, None), self.cur_job)
+        b.ret_void()
+
+
+class PoolRuntime:
+    """The JIT-compiled pool of this process and ctypes handles to its control functions."""
+
+    def __init__(self) -> None:
+        llvm_target.initialize()
+        module = _PoolBuilder().build()
+        ref = llvm.parse_assembly(str(module))
+        ref.verify()
+        llvm_target.optimize(ref)
+        self.engine = llvm.create_mcjit_compiler(ref, llvm_target.new_target_machine())
+        self.engine.finalize_object()
+        addr = self.engine.get_function_address
+        for name in (PARALLEL_FOR, NUM_THREADS):
+            llvm.add_symbol(name, addr(name))
+        self.num_threads = ctypes.CFUNCTYPE(ctypes.c_int32)(addr(NUM_THREADS))
+        self.set_num_threads = ctypes.CFUNCTYPE(None, ctypes.c_int32)(
+            addr("__relay_set_num_threads")
+        )
+        self.shutdown = ctypes.CFUNCTYPE(None)(addr("__relay_pool_shutdown"))
+        self.after_fork = ctypes.CFUNCTYPE(None)(addr("__relay_pool_after_fork"))
+        self.parallel_for = ctypes.CFUNCTYPE(
+            None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64
+        )(addr(PARALLEL_FOR))
+
+
+_runtime: PoolRuntime | None = None
+_lock = threading.Lock()
+
+
+def default_num_threads() -> int:
+    """`RELAY_NUM_THREADS` if set (and valid), else the number of CPUs this process may use."""
+    env = os.environ.get("RELAY_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0))
+
+
+def runtime() -> PoolRuntime:
+    """The process's pool (compiled on first use; worker threads start on the first parallel
+    loop). Registers `__relay_parallel_for`/`__relay_num_threads` for kernels to link to."""
+    global _runtime
+    if _runtime is not None:
+        return _runtime
+    with _lock:
+        if _runtime is None:
+            rt = PoolRuntime()
+            rt.set_num_threads(default_num_threads())
+            atexit.register(rt.shutdown)
+            os.register_at_fork(after_in_child=rt.after_fork)
+            _runtime = rt
+    return _runtime
+
+
+def set_num_threads(n: int) -> None:
+    """Use `n` threads (the caller included) for parallel loops; 1 runs them inline."""
+    if n < 1:
+        raise ValueError(f"the number of threads must be at least 1, got {n}")
+    runtime().set_num_threads(min(n, MAX_WORKERS + 1))
+
+
+def get_num_threads() -> int:
+    """The number of threads parallel loops use."""
+    return int(runtime().num_threads())
+
+
+def shutdown() -> None:
+    """Stop and join the worker threads (they start again on the next parallel loop)."""
+    if _runtime is not None:
+        _runtime.shutdown()
+
+
+__all__ = [
+    "NUM_THREADS",
+    "PARALLEL_FOR",
+    "TASKS_PER_THREAD",
+    "PoolRuntime",
+    "declare_runtime",
+    "default_num_threads",
+    "get_num_threads",
+    "runtime",
+    "set_num_threads",
+    "shutdown",
+]
