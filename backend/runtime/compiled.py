@@ -107,7 +107,7 @@ class CompiledModel:
 
     def __attrs_post_init__(self) -> None:
         self._workspace = aligned_empty((max(1, self.memory.workspace_bytes),), np.uint8)
-        self.params = tuple(_aligned_copy(np.ascontiguousarray(p)) for p in self.params)
+        self.params = tuple(_aligned_copy(np.require(p, requirements="C")) for p in self.params)
         self._param_ptrs = (ctypes.c_void_p * max(1, len(self.params)))(
             *[p.ctypes.data for p in self.params]
         )
