@@ -351,6 +351,19 @@ def load(path: str | Path) -> CompiledModel:
     )
 
 
+def _te_text(fn: Function, lowered: Any) -> str:
+    """A kernel's Relay function, its schedule trace and its loop nest before the TIR
+    passes (what `--dump te` shows)."""
+    from ...lang.printer import print_expr
+    from ..tir.printer import astext
+
+    trace = lowered.trace.to_text() if lowered.trace is not None else "(no trace)"
+    return (
+        f"# kernel {lowered.name} (anchor: {lowered.anchor_tag})\n{print_expr(fn)}\n"
+        f"# schedule\n{trace}\n# loop nest\n{astext(lowered.func)}"
+    )
+
+
 def compile_plan(
     plan: GraphPlan, name: str = "model", dump: dict[str, Any] | None = None
 ) -> CompiledModel:
@@ -361,13 +374,15 @@ def compile_plan(
     from ..codegen.entry import EntryPlan, KernelCall
     from ..lower.lower_func import LoweringError, lower_primitive
     from ..lower.target import host_target
+    from ..tir.printer import astext as tir_text
+    from ..tir.transform import lower_pipeline
 
     seconds: dict[str, float] = {}
     target = host_target()
     start = time.perf_counter()
     params: list[np.ndarray] = list(plan.constants)
     infos: list[KernelInfo] = []
-    prim_funcs = []
+    scheduled: list[tuple[Function, Any]] = []
     for k, fn in enumerate(plan.kernels):
         kname = f"{name}_k{k}"
         try:
@@ -378,8 +393,14 @@ def compile_plan(
         lifted = tuple(range(len(params), len(params) + len(lowered.constants)))
         params.extend(lowered.constants)
         infos.append(KernelInfo(kname, lifted))
-        prim_funcs.append(lowered.func)
+        scheduled.append((fn, lowered))
     seconds["lower"] = time.perf_counter() - start
+    start = time.perf_counter()
+    prim_funcs = [lower_pipeline(lowered.func) for _, lowered in scheduled]
+    seconds["tir"] = time.perf_counter() - start
+    if dump is not None:
+        dump["te"] = "\n\n".join(_te_text(fn, lowered) for fn, lowered in scheduled)
+        dump["tir"] = "\n\n".join(tir_text(f) for f in prim_funcs)
 
     slot_kind: dict[int, tuple[str, int]] = {}
     output_slots: list[int] = []
