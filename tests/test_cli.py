@@ -196,9 +196,38 @@ def test_run_wrong_inputs_are_diagnosed(files, tmp_path, arrays, message):
     assert message in err and "Traceback" not in err
 
 
-def test_run_llvm_target_is_reported_unavailable(files):
-    code, _, err = relay("run", files["good"])
-    assert code == 1 and "--target interp" in err
+def test_run_compiles_with_llvm_by_default_and_matches_the_interpreter(files, tmp_path):
+    code, out, err = relay("run", files["good"], "--output", tmp_path / "native.npz")
+    assert code == 0, err
+    assert "target llvm, compiled in" in out
+    code, _, err = relay("run", files["good"], "--target", "interp", "--output", tmp_path / "i.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "native.npz") as a, np.load(tmp_path / "i.npz") as b:
+        np.testing.assert_allclose(a["out"], b["out"], rtol=1e-6)
+
+
+def test_build_writes_an_artifact_that_run_loads(files, tmp_path):
+    artifact = tmp_path / "good.relaymod"
+    code, out, err = relay(
+        "build", files["good"], "-o", artifact, "--dump", "tir", "--dump", "llvm"
+    )
+    assert code == 0, err
+    assert "1 kernels" in out and artifact.exists()
+    assert "for " in (tmp_path / "good.relaymod.tir.txt").read_text()
+    assert "define" in (tmp_path / "good.relaymod.llvm.txt").read_text()
+    code, out, err = relay("run", artifact, "--output", tmp_path / "loaded.npz")
+    assert code == 0, err
+    assert "loaded" in out
+    code, _, err = relay("run", files["good"], "--output", tmp_path / "direct.npz")
+    with np.load(tmp_path / "loaded.npz") as a, np.load(tmp_path / "direct.npz") as b:
+        np.testing.assert_array_equal(a["out"], b["out"])
+
+
+def test_run_a_broken_artifact_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.relaymod"
+    bad.write_bytes(b"not a zip")
+    code, _, err = relay("run", bad)
+    assert code == 1 and "not a compiled model artifact" in err
 
 
 def test_run_example_model(tmp_path):
