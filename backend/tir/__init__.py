@@ -3,8 +3,18 @@
 Nodes live in `expr`, `buffer`, `stmt`; intrinsics in `op`; generic walks in `visitor`.
 """
 
+from .analysis import (
+    VerifyError,
+    const_int_bound,
+    free_vars,
+    prim_equal,
+    prim_hash,
+    undefined_vars,
+    verify,
+)
 from .buffer import Buffer, decl_buffer, flat_view
 from .dtypes import INDEX_DTYPE
+from .evaluate import evaluate_expr, run_primfunc
 from .expr import (
     EQ,
     GE,
@@ -56,6 +66,8 @@ from .expr import (
     truncdiv,
     truncmod,
 )  # fmt: skip
+from .printer import astext
+from .simplify import simplify, simplify_stmt
 from .stmt import (
     Allocate,
     BufferStore,
@@ -69,13 +81,16 @@ from .stmt import (
     Stmt,
     seq,
 )  # fmt: skip
+from .transform import lower_pipeline
 
 __all__ = [
     "EQ", "GE", "GT", "INDEX_DTYPE", "LE", "LT", "NE", "Add", "Allocate", "And", "BinaryOp",
     "Broadcast", "Buffer", "BufferLoad", "BufferStore", "Call", "Cast", "CmpOp", "CommReducer",
-    "Div", "Evaluate", "FloatImm", "FloorDiv", "FloorMod", "For", "ForKind", "IfThenElse",
-    "IntImm", "IterKind", "IterVar", "Let", "LetStmt", "Max", "Min", "Mod", "Mul", "Not", "Or",
-    "PrimExpr", "PrimFunc", "Ramp", "Range", "Reduce", "Select", "SeqStmt", "Stmt", "StringImm",
-    "Sub", "Var", "all_of", "any_of", "cast", "const", "convert", "decl_buffer", "eq",
-    "flat_view", "max_", "min_", "ne", "select", "seq", "truncdiv", "truncmod",
+    "Div", "Evaluate", "FloatImm", "FloorDiv", "FloorMod", "For", "ForKind", "IfThenElse", "IntImm",
+    "IterKind", "IterVar", "Let", "LetStmt", "Max", "Min", "Mod", "Mul", "Not", "Or", "PrimExpr",
+    "PrimFunc", "Ramp", "Range", "Reduce", "Select", "SeqStmt", "Stmt", "StringImm", "Sub", "Var",
+    "VerifyError", "all_of", "any_of", "astext", "cast", "const", "const_int_bound", "convert",
+    "decl_buffer", "eq", "evaluate_expr", "flat_view", "free_vars", "lower_pipeline", "max_",
+    "min_", "ne", "prim_equal", "prim_hash", "run_primfunc", "select", "seq", "simplify",
+    "simplify_stmt", "truncdiv", "truncmod", "undefined_vars", "verify"
 ]  # fmt: skip

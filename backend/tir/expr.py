@@ -488,7 +488,7 @@ def cast(dtype: str, value: ExprLike) -> PrimExpr:
     if expr.dtype == dtype:
         return expr
     if isinstance(expr, (IntImm, FloatImm)) and lanes_of(dtype) == 1:
-        return const(expr.value, dtype)
+        return const(expr.value != 0 if is_bool(dtype) else expr.value, dtype)
     return Cast(dtype, expr)
 
 

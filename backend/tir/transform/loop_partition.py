@@ -1,0 +1,192 @@
+"""Loop partitioning: split boundary iterations off so the bulk of a loop runs unguarded.
+
+For a loop `for v in [m, m + e)` with constant bounds, the pass looks in its body for guards:
+conditions of `likely(...)` calls and of `if_then_else(...)` calls. A guard that is a
+conjunction of integer comparisons linear in `v` (`v*a + r < b`, with bounds on `r` from the
+ranges of the other loops) is true for every iteration in an interval of `v`. The loop is split
+into a head, a middle where every analysed guard is provably true, and a tail:
+
+    for i in serial(0, 13):                  for i in serial(0, 12):
+      if likely(i < 12):                       A[i] = ...
+        A[i] = ...                ==>         (i = 12: the guard is false, the store is gone)
+
+After splitting, the kernel is simplified: with the narrower loop ranges the guards in the
+middle fold to true (and in head or tail they often fold to false). Guards that are not linear
+in the loop variable, or whose truth interval is empty, are left alone. The head and tail copies
+get fresh loop variables.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+
+from ..analysis import const_int_bound, linear_form
+from ..dtypes import INDEX_DTYPE, is_int
+from ..expr import GE, GT, LE, LT, And, Call, IntImm, PrimExpr, Range, Sub, Var
+from ..simplify import const_bool, simplify, simplify_stmt
+from ..stmt import For, LetStmt, PrimFunc, Stmt
+from ..visitor import sub_expressions
+from .walk import StmtMutator, fresh_binders, make_seq, substitute
+
+Interval = tuple[float, float]
+
+_MAX_COPIES = 64
+"""Stop partitioning when the body would be copied more often than this in total."""
+
+
+def _guards(body: Stmt) -> list[PrimExpr]:
+    """Conditions of `likely` and `if_then_else` calls in `body`."""
+    out: list[PrimExpr] = []
+    for n in sub_expressions(body):
+        if isinstance(n, Call) and n.name in ("likely", "if_then_else"):
+            out.append(n.args[0])
+    return out
+
+
+def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
+    out, stack = [], [cond]
+    while stack:
+        c = stack.pop()
+        if isinstance(c, Call) and c.name == "likely":
+            stack.append(c.args[0])
+        elif isinstance(c, And):
+            stack += [c.b, c.a]
+        else:
+            out.append(c)
+    return out
+
+
+def _inner_ranges(body: Stmt) -> dict[Var, Any]:
+    ranges: dict[Var, Any] = {}
+    for n in sub_expressions(body):
+        if isinstance(n, For):
+            ranges[n.loop_var] = Range(n.min, n.extent)
+    return ranges
+
+
+def _true_interval(cond: PrimExpr, var: Var, ranges: dict[Var, Any]) -> Interval | None:
+    """The values of `var` for which the conjuncts of `cond` that depend on `var` hold
+    whatever the other variables are; None when no conjunct is a comparison linear in `var`
+    with a bounded remainder. (Conjuncts that do not mention `var` are left to inner loops.)"""
+    lo, hi = -math.inf, math.inf
+    found = False
+    for c in _conjuncts(cond):
+        if not any(n is var for n in sub_expressions(c)):
+            continue
+        if not isinstance(c, (LT, LE, GT, GE)) or c.a.dtype != INDEX_DTYPE:
+            return None
+        # normalize to  d <= 0
+        d = Sub(c.a, c.b) if isinstance(c, (LT, LE)) else Sub(c.b, c.a)
+        offset = 1 if isinstance(c, (LT, GT)) else 0
+        form = linear_form(simplify(d), var)
+        if form is None or form[0] == 0:
+            return None
+        a, rest = form
+        r_hi = const_int_bound(simplify(rest), ranges)[1] + offset
+        if not math.isfinite(r_hi):
+            return None
+        # a*v + r_hi <= 0
+        if a > 0:
+            hi = min(hi, math.floor(-r_hi / a))
+        else:
+            lo = max(lo, math.ceil(r_hi / -a))
+        found = True
+    return (lo, hi) if found else None
+
+
+class _Partitioner(StmtMutator):
+    def __init__(self) -> None:
+        self.ranges: dict[Var, Any] = {}
+        self.saved: list[dict[Var, Any]] = []
+        self.copies = 0
+        self.count = 0
+
+    def enter(self, s: Stmt) -> Stmt:
+        if not isinstance(s, For) or s.annotations.get("partitioned"):
+            return s
+        m, e = s.min, s.extent
+        if not (isinstance(m, IntImm) and isinstance(e, IntImm)) or e.value < 2:
+            return s
+        var = s.loop_var
+        guards = [g for g in _guards(s.body) if any(n is var for n in sub_expressions(g))]
+        if not guards:
+            return s
+        ranges = {**self.ranges, s.loop_var: Range(m, e), **_inner_ranges(s.body)}
+        # guards that enclosing partitions already decided need no split here
+        guards = [g for g in (simplify(g, ranges) for g in guards) if const_bool(g) is None]
+        first, last = m.value, m.value + e.value - 1
+        lo, hi = float(first), float(last)
+        found = False
+        for g in guards:
+            iv = _true_interval(g, s.loop_var, ranges)
+            if iv is None:
+                continue
+            glo, ghi = max(iv[0], first), min(iv[1], last)
+            if glo > ghi:
+                continue
+            if found and (max(lo, glo) > min(hi, ghi)):
+                continue
+            lo, hi = max(lo, glo), min(hi, ghi)
+            found = True
+        if not found or (lo == first and hi == last):
+            return _mark(s)
+        if self.copies + 2 > _MAX_COPIES:
+            return _mark(s)
+        self.copies += 2
+        self.count += 1
+        mid_lo, mid_hi = int(lo), int(hi)
+        parts: list[Stmt] = []
+        if mid_lo > first:
+            parts.append(_copy(s, first, mid_lo - first))
+        parts.append(_mark(attrs.evolve(s, min=IntImm(mid_lo), extent=IntImm(mid_hi - mid_lo + 1))))
+        if mid_hi < last:
+            parts.append(_copy(s, mid_hi + 1, last - mid_hi))
+        return make_seq(parts)
+
+    def open_scope(self, s: Stmt, index: int) -> None:
+        self.saved.append(self.ranges)
+        if isinstance(s, For):
+            self.ranges = {**self.ranges, s.loop_var: Range(s.min, s.extent)}
+        elif isinstance(s, LetStmt) and is_int(s.value.dtype):
+            self.ranges = {**self.ranges, s.var: const_int_bound(s.value, self.ranges)}
+
+    def close_scope(self, s: Stmt, index: int) -> None:
+        self.ranges = self.saved.pop()
+
+
+def _mark(s: For) -> For:
+    return attrs.evolve(s, annotations={**s.annotations, "partitioned": True})
+
+
+def _copy(s: For, start: int, extent: int) -> Stmt:
+    var = Var(s.loop_var.name, s.loop_var.dtype)
+    body = substitute(fresh_binders(s.body), {s.loop_var: var})
+    return _mark(For(var, IntImm(start), IntImm(extent), s.kind, body, s.annotations))
+
+
+def _unmark(s: Stmt) -> Stmt:
+    class Unmark(StmtMutator):
+        def leave(self, t: Stmt, entered: Stmt) -> Stmt:
+            if isinstance(t, For) and "partitioned" in t.annotations:
+                ann = {k: v for k, v in t.annotations.items() if k != "partitioned"}
+                return attrs.evolve(t, annotations=ann)
+            return t
+
+    return Unmark().visit(s)
+
+
+def loop_partition(func: PrimFunc) -> PrimFunc:
+    """`func` with loops split so that `likely`/`if_then_else` guards disappear from their
+    bulk (see the module docstring)."""
+    p = _Partitioner()
+    body = p.visit(func.body)
+    if body is func.body:
+        return func
+    body = simplify_stmt(_unmark(body))
+    return attrs.evolve(func, body=body)
+
+
+__all__ = ["loop_partition"]
