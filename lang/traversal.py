@@ -124,14 +124,16 @@ def _lookup(table: dict, node: Expr, what: str):  # type: ignore[no-untyped-def,
 
 def children(node: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of `node`, binders (let variables, parameters) included."""
-    return _lookup(_CHILDREN, node, "children")(node)  # type: ignore[no-any-return]
+    get = _CHILDREN.get(type(node)) or _lookup(_CHILDREN, node, "children")
+    return get(node)  # type: ignore[no-any-return]
 
 
 def with_children(node: Expr, new_children: Sequence[Expr]) -> Expr:
     """`node` rebuilt with `new_children` (in `children` order); `node` itself if unchanged."""
     if not new_children:
         return node
-    return _lookup(_REBUILD, node, "with_children")(node, new_children)  # type: ignore[no-any-return]
+    rebuild = _REBUILD.get(type(node)) or _lookup(_REBUILD, node, "with_children")
+    return rebuild(node, new_children)  # type: ignore[no-any-return]
 
 
 def scope_operands(node: Expr) -> tuple[Expr, ...]:
@@ -161,21 +163,29 @@ def scope_operands(node: Expr) -> tuple[Expr, ...]:
 
 def post_order(root: Expr) -> Iterator[Expr]:
     """Every node reachable from `root`, children before parents, each exactly once."""
+    # the hottest loop of the project: locals for the lookups, leaves yielded at once
     seen: set[int] = set()
+    mark = seen.add
     stack: list[tuple[Expr, bool]] = [(root, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, expanded = stack.pop()
+        node, expanded = pop()
         if expanded:
             yield node
             continue
-        if id(node) in seen:
+        key = id(node)
+        if key in seen:
             continue
-        seen.add(id(node))
-        stack.append((node, True))
-        kids = children(node)
+        mark(key)
+        get = _CHILDREN.get(type(node))
+        kids = get(node) if get is not None else children(node)
+        if not kids:
+            yield node
+            continue
+        push((node, True))
         for child in reversed(kids):
             if id(child) not in seen:
-                stack.append((child, False))
+                push((child, False))
 
 
 def pre_order(root: Expr) -> Iterator[Expr]:

@@ -23,6 +23,7 @@ from .instruments import (
     well_formed_problems,
 )
 from .lambda_lift import lambda_lift, lambda_lift_pass
+from .module_types import module_types
 from .pass_base import (
     NORMAL_FORMS,
     PASSES,
@@ -96,6 +97,7 @@ __all__ = [
     "lambda_lift",
     "lambda_lift_pass",
     "module_pass",
+    "module_types",
     "normal_form_problem",
     "parse_pipeline",
     "register_pass",

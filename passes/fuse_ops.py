@@ -40,7 +40,6 @@ from ..lang.module import IRModule
 from ..lang.op import Op, OpPattern
 from ..lang.traversal import children, with_children
 from ..lang.types import Type
-from ..typecheck import infer_module
 from ..typecheck.result import ModuleTypes
 from .context import PassContext
 from .dominators import (
@@ -51,6 +50,7 @@ from .dominators import (
     is_simple_scalar,
     post_dominator_tree,
 )
+from .module_types import module_types
 from .pass_base import module_pass
 
 MAX_FUSE_DEPTH = 256
@@ -302,7 +302,7 @@ def fuse_ops(mod: IRModule, opt_level: int = 3, max_depth: int = MAX_FUSE_DEPTH)
     """
     if max_depth < 1:
         raise ValueError("fuse_ops: max_depth must be at least 1")
-    types = infer_module(mod)
+    types = module_types(mod)
     out = mod
     for gv, fn in mod.functions.items():
         new = fuse_function(fn, types, opt_level, max_depth)

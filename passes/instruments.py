@@ -23,8 +23,8 @@ from ..lang.expr import (
 from ..lang.module import IRModule
 from ..lang.op import Op
 from ..lang.traversal import children, pre_order, scope_operands
-from ..typecheck import infer_module
 from ..typecheck.show import type_text
+from .module_types import module_types
 from .pass_base import Pass, PassError
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ class DebugInstrument(PassInstrument):
 
     def _signature(self, mod: IRModule, culprit: str) -> str | None:
         try:
-            types = infer_module(mod)
+            types = module_types(mod)
         except Error as err:
             raise PassError(f"{culprit}: the result does not type-check:\n{err.render()}") from err
         sig = types.global_types.get("main")

@@ -12,8 +12,8 @@ from attrs import field, frozen
 from ..lang.diagnostics import Error
 from ..lang.module import IRModule
 from ..lang.span import SourceFile, Span
-from ..typecheck import check_module
 from .context import PassContext
+from .module_types import module_types
 from .pass_base import NoOptions, Pass, PassError, get_pass, module_pass
 
 
@@ -201,14 +201,17 @@ def parse_pipeline(text: str) -> Sequential:
 
 STANDARD_PIPELINES: Mapping[int, str] = {
     0: "simplify-inference,simplify-expr,infer-type,fuse-ops",
-    1: "remove-unused-functions,simplify-inference,simplify-expr,infer-type,fuse-ops",
+    1: (
+        "remove-unused-functions,to-graph-normal-form,simplify-inference,simplify-expr,"
+        "infer-type,fuse-ops"
+    ),
     2: (
-        "remove-unused-functions,simplify-inference,fold-constant,simplify-expr,"
-        "fold-constant,infer-type,fuse-ops"
+        "remove-unused-functions,to-graph-normal-form,simplify-inference,fold-constant,"
+        "simplify-expr,fold-constant,infer-type,fuse-ops"
     ),
     3: (
-        "remove-unused-functions,simplify-inference,cse,fold-constant,fold-scale-axis,"
-        "simplify-expr,fold-constant,dce,infer-type,fuse-ops"
+        "remove-unused-functions,to-graph-normal-form,simplify-inference,cse,fold-constant,"
+        "fold-scale-axis,simplify-expr,fold-constant,dce,infer-type,fuse-ops"
     ),
 }
 """The standard pipeline of each opt level, by planned pass name (after TVM's `relay.build`
@@ -217,9 +220,14 @@ order, tvm-facts.md §3.2):
 | level | passes |
 |---|---|
 | 0 | simplify-inference, simplify-expr, infer-type, fuse-ops (singleton groups) |
-| 1 | + remove-unused-functions first; fuse-ops really fuses |
+| 1 | + remove-unused-functions, then to-graph-normal-form, first; fuse-ops really fuses |
 | 2 | + fold-constant (after simplify-inference and again after simplify-expr) |
 | 3 | + cse, fold-scale-axis, dce |
+
+`to-graph-normal-form` runs early (where TVM puts its normal-form conversion): a `let`
+binding is a fusion boundary and hides a value from the pattern rules, and the example
+models are written with `let`. Like TVM's conversion it has opt level 1, so level 0
+leaves the lets in place (its fusion makes one group per operator anyway).
 
 Run a level's pipeline under `PassContext(opt_level=level)`."""
 
@@ -317,8 +325,9 @@ def bisect(
 @module_pass(name="infer-type", opt_level=0)
 def infer_type(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
     """Type-check the module (raising `TypeCheckError`) and return it unchanged; types
-    are never stored in nodes, so later code calls `relay.typecheck.infer_module`."""
-    check_module(mod)
+    are never stored in nodes: later passes of the pipeline get the same result from
+    `module_types` (or call `relay.typecheck.infer_module`)."""
+    module_types(mod)
     return mod
 
 

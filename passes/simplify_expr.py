@@ -1,14 +1,14 @@
 """`simplify-expr`: algebraic peepholes written with the dataflow pattern language.
 
 Each rule is a pattern and a few-line callback; the rules are combined with `+` and run
-bottom-up, sweep after sweep, until none fires. Types are inferred once per sweep; a rule
-that needs a type only fires on a node that existed at the start of the sweep (the next
-sweep sees the rest). Rules: `x * 1`, `1 * x`, `x + 0`, `0 + x`, `x - 0`, `x / 1` (only
-when the result type equals `x`'s type, so broadcasting never changes); chains of
-`reshape`/`squeeze`/`expand_dims` → one `reshape` (or `x` when the shape is unchanged);
-`transpose` of `transpose` → one `transpose` (or `x` when the permutation is the
-identity); `cast` to `x`'s own dtype → `x`; `cast(cast(x, a), b)` → `cast(x, b)` when
-`a` holds every value of `x`'s dtype.
+bottom-up, each node rewritten until none fires there. Types are inferred once, then
+carried to rebuilt nodes and inferred locally for new ones (`pattern.retype`), so one
+linear sweep reaches the fixpoint (another runs only if a rule lacked a type). Rules:
+`x * 1`, `1 * x`, `x + 0`, `0 + x`, `x - 0`, `x / 1` (only when the result type equals
+`x`'s type, so broadcasting never changes); chains of `reshape`/`squeeze`/`expand_dims`
+→ one `reshape` (or `x` when the shape is unchanged); `transpose` of `transpose` → one
+`transpose` (or `x` when the permutation is the identity); `cast` to `x`'s own dtype →
+`x`; `cast(cast(x, a), b)` → `cast(x, b)` when `a` holds every value of `x`'s dtype.
 
     def @main(%x: Tensor[(2, 3), float32]) {
       %0 = multiply(%x, 1f);
@@ -41,6 +41,8 @@ from .context import PassContext
 from .pass_base import NoOptions, PassError, module_pass
 from .pattern import DFPattern, Rule, RuleSet, is_constant, is_op, wildcard
 from .pattern.matcher import Matcher, consumers
+from .pattern.retype import SweepTypes
+from .pattern.rewrite import RuleIndex
 
 MAX_SWEEPS = 100
 """The most sweeps `simplify_expr` makes before giving up (a rule set bug)."""
@@ -49,13 +51,18 @@ _RESHAPES = ("reshape", "squeeze", "expand_dims")
 
 
 class _Types:
-    """The types of the current sweep (looked up by node identity)."""
+    """The types of the current sweep (looked up by node identity); `missing` records that
+    a rule asked for a type nobody knew (so another sweep, with fresh types, is needed)."""
 
     def __init__(self) -> None:
         self.types = ModuleTypes()
+        self.missing = False
 
     def of(self, e: Expr) -> Type | None:
-        return self.types.type_of(e) if e in self.types else None
+        t = self.types.table.get(e)
+        if t is None:
+            self.missing = True
+        return t
 
     def static(self, e: Expr) -> TensorType | None:
         t = self.of(e)
@@ -212,23 +219,40 @@ def simplify_rules(ty: _Types) -> RuleSet:
 _RULE_OPS = ("multiply", "add", "subtract", "divide", "transpose", "cast", *_RESHAPES)
 
 
-def _sweep(rules: RuleSet, root: Expr, types: ModuleTypes) -> tuple[Expr, bool]:
+def _settle(rules: RuleIndex, matcher: Matcher, types: SweepTypes, node: Expr) -> Expr:
+    """`node` (whose operands are simplified already) rewritten until no rule fires."""
+    result = node
+    for _ in range(MAX_SWEEPS):
+        if _op_name(result) not in _RULE_OPS:
+            return result
+        for r in rules.at(result):
+            found = matcher.match(r.pattern, result)
+            if found is None:
+                continue
+            replacement = r.callback(**found.captures)
+            if replacement is not None and replacement is not result:
+                types.add(replacement)
+                result = replacement
+                break
+        else:
+            return result
+    raise PassError.at(node.span, f"simplify-expr did not settle in {MAX_SWEEPS} rewrites")
+
+
+def _sweep(rules: RuleIndex, root: Expr, types: SweepTypes) -> tuple[Expr, bool]:
+    """One bottom-up sweep: each node, rebuilt on its simplified operands, is rewritten
+    until no rule fires (every replacement is a new node on simplified operands, or one of
+    them, so the sweep leaves nothing to do unless a rule lacked a type)."""
     memo: dict[int, Expr] = {}
     fired = False
-    matcher = Matcher(lambda: types, lambda: consumers(root))
+    matcher = Matcher(lambda: types.types, lambda: consumers(root))
     for node in post_order(root):
         kids = children(node)
         rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-        result = rebuilt
-        if _op_name(rebuilt) in _RULE_OPS:
-            for r in rules:
-                found = matcher.match(r.pattern, rebuilt)
-                if found is None:
-                    continue
-                replacement = r.callback(**found.captures)
-                if replacement is not None and replacement is not rebuilt:
-                    result, fired = replacement, True
-                    break
+        if rebuilt is not node:
+            types.carry(node, rebuilt)
+        result = _settle(rules, matcher, types, rebuilt)
+        fired = fired or result is not rebuilt
         memo[id(node)] = result
     return memo[id(root)], fired
 
@@ -236,14 +260,15 @@ def _sweep(rules: RuleSet, root: Expr, types: ModuleTypes) -> tuple[Expr, bool]:
 def simplify_function(fn: Function, mod: IRModule | None = None) -> Function:
     """`fn` with the `simplify-expr` rules applied until none fires."""
     ty = _Types()
-    rules = simplify_rules(ty)
+    rules = RuleIndex(simplify_rules(ty))
     expr: Expr = fn
+    if not any(_op_name(node) in _RULE_OPS for node in post_order(expr)):
+        return fn
     for _ in range(MAX_SWEEPS):
-        if not any(_op_name(node) in _RULE_OPS for node in post_order(expr)):
-            break
         ty.types = infer_expr(expr, mod)
-        expr, fired = _sweep(rules, expr, ty.types)
-        if not fired:
+        ty.missing = False
+        expr, fired = _sweep(rules, expr, SweepTypes(ty.types))
+        if not fired or not ty.missing:
             break
     else:
         raise PassError.at(fn.span, f"simplify-expr did not settle in {MAX_SWEEPS} sweeps")

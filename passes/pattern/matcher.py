@@ -101,6 +101,35 @@ def root_classes(pattern: DFPattern) -> frozenset[type] | None:
     return None
 
 
+def _op_names(pattern: DFPattern) -> frozenset[str] | None:
+    """The operator names `pattern` can match (None: it may match anything else too)."""
+    if isinstance(pattern, OpNamePattern):
+        return frozenset({pattern.name})
+    if isinstance(pattern, AltPattern):
+        left, right = _op_names(pattern.left), _op_names(pattern.right)
+        return None if left is None or right is None else left | right
+    if isinstance(pattern, AttrPattern | CapturePattern):
+        return _op_names(pattern.pattern)
+    return None
+
+
+def root_op_names(pattern: DFPattern) -> frozenset[str] | None:
+    """The names of the operators whose calls `pattern` can match at its root, or None when
+    it may match other nodes too (drivers use it to try only the rules that can fire)."""
+    if isinstance(pattern, CallPattern):
+        return _op_names(pattern.op)
+    if isinstance(pattern, AltPattern):
+        left, right = root_op_names(pattern.left), root_op_names(pattern.right)
+        return None if left is None or right is None else left | right
+    if isinstance(pattern, DominatorPattern):
+        return root_op_names(pattern.child)
+    if isinstance(pattern, AttrPattern | TypePattern | DTypePattern | ShapePattern):
+        return root_op_names(pattern.pattern)
+    if isinstance(pattern, CapturePattern):
+        return root_op_names(pattern.pattern)
+    return None
+
+
 def _freeze(value: object) -> object:
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
@@ -131,11 +160,13 @@ class Matcher:
         self._bound: dict[int, Expr] = {}
         self._captures: dict[str, Expr] = {}
         self._pairs: list[tuple[DFPattern, Expr]] = []
+        # keys added to _bound (int) and _captures (str), undone on backtracking
+        self._trail: list[int | str] = []
 
     # ---------------------------------------------------------------- public
     def match(self, pattern: DFPattern, expr: Expr) -> Match | None:
         """The match of `pattern` at `expr`, or None."""
-        self._bound, self._captures, self._pairs = {}, {}, []
+        self._bound, self._captures, self._pairs, self._trail = {}, {}, [], []
         if not self._visit(pattern, expr):
             return None
         interior = {id(e) for pat, e in self._pairs if not isinstance(pat, _LEAVES)}
@@ -166,12 +197,18 @@ class Matcher:
         return self._uses
 
     # ---------------------------------------------------------------- state
-    def _save(self) -> tuple[dict[int, Expr], dict[str, Expr], int]:
-        return dict(self._bound), dict(self._captures), len(self._pairs)
+    def _save(self) -> tuple[int, int]:
+        return len(self._trail), len(self._pairs)
 
-    def _restore(self, state: tuple[dict[int, Expr], dict[str, Expr], int]) -> None:
-        self._bound, self._captures = state[0], state[1]
-        del self._pairs[state[2] :]
+    def _restore(self, state: tuple[int, int]) -> None:
+        trail = self._trail
+        while len(trail) > state[0]:
+            key = trail.pop()
+            if isinstance(key, str):
+                del self._captures[key]
+            else:
+                del self._bound[key]
+        del self._pairs[state[1] :]
 
     def _visit(self, p: DFPattern, e: Expr) -> bool:
         previous = self._bound.get(id(p))
@@ -180,6 +217,7 @@ class Matcher:
         state = self._save()
         if self._visit_new(p, e):
             self._bound[id(p)] = e
+            self._trail.append(id(p))
             self._pairs.append((p, e))
             return True
         self._restore(state)
@@ -224,9 +262,10 @@ class Matcher:
             if not self._visit(p.pattern, e):
                 return False
             old = self._captures.get(p.name)
-            if old is not None and old is not e:
-                return False
+            if old is not None:
+                return old is e
             self._captures[p.name] = e
+            self._trail.append(p.name)
             return True
         if isinstance(p, AttrPattern):
             return self._visit(p.pattern, e) and _has_attrs(e, p.attrs)

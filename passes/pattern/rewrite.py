@@ -13,12 +13,14 @@ from typing import Any, Literal, TypeVar, overload
 from attrs import define, field
 
 from ...lang.diagnostics import Error
-from ...lang.expr import Expr, Function
+from ...lang.expr import Call, Expr, Function
 from ...lang.module import IRModule
+from ...lang.op import Op
 from ...lang.traversal import children, post_order, with_children
 from ...typecheck import ModuleTypes, infer_expr
-from .matcher import Matcher, consumers, root_classes
+from .matcher import Matcher, consumers, root_classes, root_op_names
 from .patterns import DFPattern
+from .retype import SweepTypes
 
 Callback = Callable[..., Expr | None]
 E = TypeVar("E", bound=Expr | IRModule)
@@ -59,6 +61,31 @@ class RuleSet:
         return iter(self.rules)
 
 
+class RuleIndex:
+    """The rules that can fire at a node, in their order: a rule whose pattern needs a call
+    of certain operators (or a certain node class) at its root is tried only there."""
+
+    def __init__(self, rules: Iterable[Rule]) -> None:
+        self.rules = tuple(rules)
+        self._names = [root_op_names(r.pattern) for r in self.rules]
+        self._classes = [root_classes(r.pattern) for r in self.rules]
+        self._cache: dict[tuple[type, str], tuple[Rule, ...]] = {}
+
+    def at(self, node: Expr) -> tuple[Rule, ...]:
+        """The rules worth trying at `node`."""
+        name = node.op.name if isinstance(node, Call) and isinstance(node.op, Op) else ""
+        key = (type(node), name)
+        found = self._cache.get(key)
+        if found is None:
+            found = tuple(
+                r
+                for r, names, classes in zip(self.rules, self._names, self._classes)
+                if (classes is None or type(node) in classes) and (names is None or name in names)
+            )
+            self._cache[key] = found
+        return found
+
+
 def rule(pattern: DFPattern, name: str = "") -> Callable[[Callback], Rule]:
     """Decorator: `@rule(pattern)` turns a callback into a `Rule` named after it."""
 
@@ -92,18 +119,43 @@ def _one_pass(
     types: Callable[[], ModuleTypes | None],
     fired: list[tuple[Rule, Expr, Expr]],
 ) -> Expr:
-    """One bottom-up sweep; returns the new root."""
-    matcher = Matcher(types, lambda: consumers(root))
+    """One bottom-up sweep; returns the new root.
+
+    Types are inferred for `root` when a rule first needs one, then kept up to date for
+    the nodes the sweep rebuilds or creates (`SweepTypes`), so every rewrite a sweep can
+    see is done in that sweep.
+    """
+    sweep: SweepTypes | None = None
+    # (node, rebuilt, result) of the nodes visited before types were first needed
+    pending: list[tuple[Expr, Expr, Expr]] = []
+    current: tuple[Expr, Expr] = (root, root)
+
+    def sweep_types() -> ModuleTypes | None:
+        nonlocal sweep
+        base = types()
+        if base is None:
+            return None
+        sweep = SweepTypes(base)
+        for node, rebuilt, result in pending:
+            sweep.carry(node, rebuilt)
+            if result is not rebuilt:
+                sweep.add(result)
+        pending.clear()
+        sweep.carry(*current)
+        return base
+
+    matcher = Matcher(sweep_types, lambda: consumers(root))
     memo: dict[int, Expr] = {}
     keep: list[Expr] = []
-    kinds = [root_classes(r.pattern) for r in rules]
+    index = RuleIndex(rules)
     for node in post_order(root):
         kids = children(node)
         rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
+        if sweep is not None and rebuilt is not node:
+            sweep.carry(node, rebuilt)
+        current = (node, rebuilt)
         result = rebuilt
-        for r, classes in zip(rules, kinds):
-            if classes is not None and type(rebuilt) not in classes:
-                continue
+        for r in index.at(rebuilt):
             found = matcher.match(r.pattern, rebuilt)
             if found is None:
                 continue
@@ -111,7 +163,11 @@ def _one_pass(
             if replacement is not None and replacement is not rebuilt:
                 fired.append((r, rebuilt, replacement))
                 result = replacement
+                if sweep is not None:
+                    sweep.add(replacement)
                 break
+        if sweep is None and (rebuilt is not node or result is not rebuilt):
+            pending.append((node, rebuilt, result))
         memo[id(node)] = result
         keep.append(node)
     return memo[id(root)]
