@@ -1,0 +1,557 @@
+"""The schedule of matrix products (`dense`: `nn.dense`, `nn.matmul`, `contrib_dense_pack`),
+and the machinery `batch_matmul` and `conv2d` share: replacing the anchor's compute by a
+faster-to-schedule one, finding the output the anchor is computed in, register blocking.
+
+A product `C[..., m, n] = sum_k A[.., m, k] * B[.., n, k]` (any leading batch axes, any
+casts around the loads) is computed as a register-blocked micro-kernel:
+
+    for no in [0, N/NB):                         # parallel (with the batch axes, and the
+      pack B[no*NB : no*NB+NB, :] -> Bp[K, NB]   #  row blocks when there are few columns)
+      for mo in [0, M/MR):
+        acc[MR, NB] = 0                          # cache: MR x NB/V vector registers
+        for k in [0, K):
+          for mi in MR (unrolled): for v in NB/V (unrolled):
+            acc[mi, v*V : v*V+V] += broadcast(A[m, k]) * Bp[k, v*V : v*V+V]
+        out[m, n] = tail(acc[mi, ni])            # bias, relu, ... vectorized
+
+`B` is packed into `[N/NB, K, NB]` (zero-filled past N) inside the kernel when its rows are
+contiguous in k (`dense`'s `(units, k)` weight), so the inner loop reads it as vectors; the
+packing reads the weight once per call (one extra pass over it: the price of keeping the
+kernel's params the Relay operator's inputs; a constant-folded pre-packed layout is the next
+issue's layout work). When `B` is already contiguous in n (`matmul` without transpose,
+`batch_matmul` with `transpose_b=False`) it is read directly.
+
+Few rows (M <= `GEMV_MAX_ROWS`: batch-1 models) or fewer columns than a vector use the
+GEMV form instead, which packs nothing (the weight is read once, which bounds the speed):
+the reduction is split into a vector of partial sums (an rfactor written as two computes),
+contiguous in k for both operands:
+
+    for no in [0, N/NB):                         # parallel
+      for n in NB by NR:
+        part[M, NR, V] = 0                       # M x NR vector registers
+        for ko in [0, K/V):
+          for m, j (unrolled): part[m, j, :] += A[m, ko*V : +V] * B[n+j, ko*V : +V]
+        acc[m, n+j] = sum(part[m, j, :])         # horizontal sums
+      out[..] = tail(acc[..])
+
+How the anchor's compute is replaced (`replace_anchor`): the anchor stage's operation
+becomes a cheap view of a new compute (the packed product, or conv2d's channel-blocked
+one), which lowering inlines into the element-wise tail (or which is the output itself).
+This edits the schedule's dataflow the way `cache_read`/`cache_write` do; it is not a trace
+primitive, so a trace of such a kernel replays only on the rewritten schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from attrs import frozen
+
+from ...te.schedule import root_iter_vars
+from ...te.tensor import (
+    ComputeOp,
+    Operation,
+    PlaceholderOp,
+    ProducerLoad,
+    Tensor,
+    compute,
+    reduce_axis,
+    sum_,
+)
+from ...tir.expr import IterKind, IterVar, PrimExpr, Range, Reduce, Var, const
+from ...tir.op import if_then_else
+from ...tir.visitor import sub_expressions
+from ..target import Target
+from . import (
+    PARALLEL_MIN_WORK,
+    PRIORITY_COMPLEX,
+    Schedule,
+    aligned_depth,
+    extents,
+    inlined_ops,
+    register_schedule,
+    substitute,
+)
+
+GEMV_MAX_ROWS = 4
+"""Products with at most this many rows (per batch) use the GEMV form."""
+
+VECTOR_REGISTERS = {512: 32, 256: 16, 128: 16}
+"""Vector registers per vector width (AVX-512 has 32, AVX2 and SSE 16)."""
+
+# ------------------------------------------------------------------ rewriting the anchor
+
+
+def _post_order(root: Operation) -> list[Operation]:
+    order: list[Operation] = []
+    seen: set[int] = set()
+    stack: list[tuple[Operation, bool]] = [(root, False)]
+    while stack:
+        op, expanded = stack.pop()
+        if expanded:
+            order.append(op)
+            continue
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        stack.append((op, True))
+        stack.extend((t.op, False) for t in reversed(op.input_tensors) if id(t.op) not in seen)
+    return order
+
+
+def replace_anchor(s: Schedule, anchor: Tensor, view: Tensor) -> None:
+    """Make the stage of `anchor` compute `view` (same shape and dtype) instead, adding a
+    stage for every operation `view` reads that the schedule does not have yet (inserted
+    before the anchor's stage, producers first). Readers of the anchor read `view` from then
+    on; `s[anchor]` is the view's stage. Call it before scheduling the anchor's stage."""
+    stage = s[anchor]
+    old = stage.op
+    if old.num_outputs != 1 or tuple(_ints(view.shape)) != tuple(_ints(anchor.shape)):
+        raise ValueError(f"replace_anchor: {view.name} does not have the shape of {old.name}")
+    if view.dtype != anchor.dtype:
+        raise ValueError(f"replace_anchor: {view.name} is {view.dtype}, not {anchor.dtype}")
+    present = {id(st.op) for st in s.stages}
+    position = s.stages.index(stage)
+    for op in _post_order(view.op):
+        if op is view.op or id(op) in present:
+            continue
+        if isinstance(op, PlaceholderOp):
+            raise ValueError(f"replace_anchor: {op.name} is not an input of the kernel")
+        s._add_stage(op, position)
+        position += 1
+    s._set_op(stage, view.op)
+    stage._set_roots(root_iter_vars(view.op))
+    s._replace_dataflow({old.output(0): view}, skip=[stage])
+
+
+def _ints(shape: Sequence[PrimExpr]) -> list[int]:
+    out = []
+    for d in shape:
+        v = getattr(d, "value", None)
+        if not isinstance(v, int):
+            raise ValueError("schedules need static shapes")
+        out.append(v)
+    return out
+
+
+def tail_output(s: Schedule, outputs: Sequence[Tensor], anchor: Tensor) -> Tensor | None:
+    """The output whose loops the anchor can be computed in: the anchor itself when it is
+    an output, else the only output when it reads the anchor element for element (same
+    shape, through inlined stages). None otherwise (several outputs, a reshape, ...).
+    Ask before `replace_anchor`."""
+    if any(o.op is anchor.op for o in outputs):
+        return anchor
+    if len(outputs) != 1:
+        return None
+    out = outputs[0]
+    if _ints(out.shape) != _ints(anchor.shape) or out.op.num_outputs != 1:
+        return None
+    consumer, producer = s[out].op, s[anchor].op
+    if aligned_depth(consumer, producer, inlined_ops(s)) != len(anchor.shape):
+        return None
+    return out
+
+
+def install(s: Schedule, outputs: Sequence[Tensor], anchor: Tensor, main: Tensor, view: Any) -> Any:
+    """Replace the anchor by `view(*axes)` (an element-wise read of `main`), inline the view
+    into the tail when the tail reads the anchor element for element, and return the tensor
+    whose loops `main` is computed in (the output, or the view's own stage at root when the
+    tail cannot host it: the tail then keeps its default schedule)."""
+    host = tail_output(s, outputs, anchor)
+    shaped = compute(anchor.shape, view, name=anchor.op.name, tag="elemwise")
+    replace_anchor(s, anchor, shaped)
+    if host is None or host is anchor:
+        return anchor
+    s[anchor].compute_inline()
+    return host
+
+
+# ------------------------------------------------------------------------ analysis
+
+
+@frozen
+class Product:
+    """A matrix-product anchor: `op` reduces `source` over `k`; `lhs`/`rhs` are its two
+    loads (the rhs reads the last output axis `n`), `rhs_layout` says what the rhs's last
+    index is: `"k"` (pack it), `"n"` (vectorize it directly)."""
+
+    op: ComputeOp
+    reduce: Reduce
+    k: IterVar
+    lhs: ProducerLoad
+    rhs: ProducerLoad
+    rhs_layout: str
+
+
+def analyze_product(op: Operation) -> Product | None:
+    """The product structure of a one-output sum over one reduce axis of two loads, with
+    the rhs reading the last output axis; None when `op` is not of that form."""
+    if not isinstance(op, ComputeOp) or op.num_outputs != 1 or not op.axis:
+        return None
+    body = op.body[0]
+    if not isinstance(body, Reduce) or len(body.axis) != 1 or len(body.source) != 1:
+        return None
+    if body.combiner.name != "sum":
+        return None
+    k = body.axis[0]
+    n = op.axis[-1].var
+    loads = [e for e in sub_expressions(body.source[0]) if isinstance(e, ProducerLoad)]
+    if len(loads) != 2:
+        return None
+    rhs = [ld for ld in loads if _mentions(ld, n)]
+    lhs = [ld for ld in loads if not _mentions(ld, n)]
+    if len(rhs) != 1 or len(lhs) != 1 or not _mentions(rhs[0], k.var):
+        return None
+    last = rhs[0].indices[-1]
+    if last is k.var and not any(_mentions_expr(i, k.var) for i in rhs[0].indices[:-1]):
+        layout = "k"
+    elif last is n and not any(_mentions_expr(i, n) for i in rhs[0].indices[:-1]):
+        layout = "n"
+    else:
+        return None
+    return Product(op, body, k, lhs[0], rhs[0], layout)
+
+
+def _mentions_expr(e: PrimExpr, v: Var) -> bool:
+    return any(x is v for x in sub_expressions(e))
+
+
+def _mentions(load: ProducerLoad, v: Var) -> bool:
+    return any(_mentions_expr(i, v) for i in load.indices)
+
+
+def _replace_load(e: PrimExpr, old: ProducerLoad, new: PrimExpr, sub: dict[Var, PrimExpr]) -> Any:
+    """`e` with the load `old` replaced by `new`, then the variables of `sub` substituted."""
+    from ...tir.visitor import rewrite_expr
+
+    replaced = rewrite_expr(e, lambda node: new if node is old else None)
+    return substitute(replaced, sub)
+
+
+def _fresh_reduce(iv: IterVar, name: str | None = None) -> IterVar:
+    return IterVar(Var(name or iv.var.name, iv.var.dtype), Range(iv.dom.min, iv.dom.extent),
+                   IterKind.REDUCE)  # fmt: skip
+
+
+def packed_product(p: Product, nb: int) -> tuple[Tensor, Tensor | None]:
+    """(the product over `n` padded to a multiple of `nb`, reading the rhs packed as
+    `[..., N/nb, K, nb]`, and the packing stage) for an rhs contiguous in k; the product
+    over the exact domain and None for an rhs contiguous in n."""
+    op = p.op
+    sizes = [int(getattr(iv.dom.extent, "value", 0)) for iv in op.axis]
+    n_ext = sizes[-1]
+    k_new = _fresh_reduce(p.k)
+    if p.rhs_layout == "n":
+        shape = sizes
+
+        def plain(*idx: PrimExpr) -> PrimExpr:
+            sub: dict[Var, PrimExpr] = {iv.var: i for iv, i in zip(op.axis, idx)}
+            sub[p.k.var] = k_new.var
+            src = substitute(p.reduce.source[0], sub)
+            cond = substitute(p.reduce.condition, sub)
+            return Reduce(p.reduce.combiner, (src,), (k_new,), cond, 0)
+
+        return compute(shape, plain, name=f"{op.name}_blocked", tag=op.tag, attrs=op.attrs), None
+    n_var = op.axis[-1].var
+    batch = [iv for iv in op.axis[:-1] if _mentions(p.rhs, iv.var)]
+    k_ext = int(getattr(p.k.dom.extent, "value", 0))
+    blocks = -(-n_ext // nb)
+    pack_shape = [int(getattr(iv.dom.extent, "value", 0)) for iv in batch] + [blocks, k_ext, nb]
+
+    def pack_body(*idx: PrimExpr) -> PrimExpr:
+        *b_idx, no, kk, ni = idx
+        sub: dict[Var, PrimExpr] = {iv.var: i for iv, i in zip(batch, b_idx)}
+        sub[n_var] = no * nb + ni
+        sub[p.k.var] = kk
+        value = ProducerLoad(p.rhs.producer, tuple(substitute(i, sub) for i in p.rhs.indices))
+        if n_ext % nb == 0:
+            return value
+        return if_then_else(no * nb + ni < n_ext, value, const(0, value.dtype))
+
+    packed = compute(pack_shape, pack_body, name=f"{p.rhs.producer.name}_packed",
+                     tag="pack")  # fmt: skip
+    shape = [*sizes[:-1], blocks * nb]
+
+    def body(*idx: PrimExpr) -> PrimExpr:
+        sub: dict[Var, PrimExpr] = {iv.var: i for iv, i in zip(op.axis, idx)}
+        sub[p.k.var] = k_new.var
+        n = idx[-1]
+        index = [sub[iv.var] for iv in batch]
+        index += [n // nb, k_new.var, n % nb]
+        read = packed[tuple(index)]
+        src = _replace_load(p.reduce.source[0], p.rhs, read, sub)
+        cond = substitute(p.reduce.condition, sub)
+        return Reduce(p.reduce.combiner, (src,), (k_new,), cond, 0)
+
+    main = compute(shape, body, name=f"{op.name}_packed", tag=op.tag, attrs=op.attrs)
+    return main, packed
+
+
+# ---------------------------------------------------------------------- the loop nests
+
+
+@frozen
+class Blocking:
+    """Register blocking of a product: `mr` rows by `nb` columns (`nb / lanes` vectors)."""
+
+    mr: int
+    nb: int
+    lanes: int
+
+
+def choose_blocking(rows: int, cols: int, lanes: int, target: Target) -> Blocking:
+    """The micro-kernel's shape: up to 4 column vectors on AVX-512 (2 with 16 registers)
+    as the columns fill them, by 6 rows with 4 (or 2 with 16 registers) vectors, else 8:
+    at most 24 (12) accumulators, leaving registers for the rhs vectors and the broadcast.
+    Measured on dense 1024^3: 6x64 runs at twice the speed on 2 threads as on one and beats
+    8x48, 8x32, 5x64 and grouping column blocks (8x64 spills)."""
+    regs = VECTOR_REGISTERS.get(target.vector_bits, 16)
+    max_vecs = 4 if regs >= 32 else 2
+    vecs = max(1, min(max_vecs, -(-cols // lanes)))
+    mr = 6 if vecs == max_vecs else 8
+    return Blocking(max(1, min(rows, mr)), vecs * lanes, lanes)
+
+
+def _enough_work(op: Operation, reduce_len: int) -> bool:
+    return math.prod(extents(op)) * reduce_len >= PARALLEL_MIN_WORK
+
+
+def schedule_gemm(
+    s: Schedule,
+    host: Tensor,
+    main: Tensor,
+    packed: Tensor | None,
+    blocking: Blocking,
+    target: Target,
+) -> None:
+    """The register-blocked nest (module docstring): `host`'s loops `(*batch, m, n)` tiled
+    by `blocking`, `main` computed per row block in registers, `packed` per column block."""
+    st = s[host]
+    axes = list(st.op.axis)
+    sizes = [int(getattr(iv.dom.extent, "value", 0)) for iv in axes]
+    lanes, nb, mr = blocking.lanes, blocking.nb, blocking.mr
+    no, ni = st.split(axes[-1], factor=nb)
+    nio, nii = st.split(ni, factor=lanes)
+    batch = axes[:-2] if len(axes) >= 2 else []
+    n_blocks = -(-sizes[-1] // nb)
+    col_blocks = math.prod(sizes[: len(batch)]) * n_blocks
+    threads = target.num_threads
+    k_len = int(getattr(main.op.reduce_axis[0].dom.extent, "value", 1))  # type: ignore[attr-defined]
+    parallel = threads > 1 and _enough_work(host.op, k_len)
+    mo: IterVar | None = None
+    if len(axes) >= 2:
+        mo, mi = st.split(axes[-2], factor=mr)
+        st.reorder(*batch, no, mo, mi, nio, nii)
+    else:
+        st.reorder(no, nio, nii)
+    st.vectorize(nii)
+    pack_at: IterVar | None
+    if parallel and col_blocks < 4 * threads and mo is not None:
+        # few column blocks: the row blocks share the threads; the rhs packed at root
+        par = st.fuse(*batch, no, mo)
+        st.parallel(par)
+        pack_at, main_at = None, par
+    else:
+        outer = st.fuse(*batch, no)
+        if parallel:
+            st.parallel(outer)
+        pack_at, main_at = outer, (mo if mo is not None else outer)
+    ms = s[main]
+    ms.compute_at(st, main_at)
+    m_axes = list(ms.op.axis)
+    (k,) = ms.op.reduce_axis
+    cno, cni = ms.split(m_axes[-1], factor=lanes)
+    if len(m_axes) >= 2:
+        ms.reorder(*m_axes[:-2], k, m_axes[-2], cno, cni)
+        ms.unroll(m_axes[-2])
+    else:
+        ms.reorder(k, cno, cni)
+    ms.unroll(cno)
+    ms.vectorize(cni)
+    if packed is not None:
+        schedule_pack(s, packed, st, pack_at, lanes, target)
+
+
+def schedule_pack(
+    s: Schedule, packed: Tensor, host: Any, at: IterVar | None, lanes: int, target: Target
+) -> None:
+    """The packing stage `[..., blocks, K, nb]`: computed per column block at loop `at` of
+    `host` when given, else at root (parallel over the blocks); its last axis vectorized."""
+    ps = s[packed]
+    axes = list(ps.op.axis)
+    nb = int(getattr(axes[-1].dom.extent, "value", 1))
+    inner = axes[-1]
+    if nb > lanes:
+        _, inner = ps.split(axes[-1], factor=lanes)
+    ps.vectorize(inner)
+    if at is not None:
+        ps.compute_at(host, at)
+        return
+    if target.num_threads > 1:
+        outer = axes[:-2]
+        ps.parallel(ps.fuse(*outer) if len(outer) > 1 else outer[0])
+
+
+def split_width(k: int, lanes: int) -> int:
+    """How many partial sums a reduction of length `k` is split into: one vector when it
+    divides `k`, else a divisor of `k` of at least half a vector (odd vector widths are
+    fine), else `k` itself when shorter than a vector, else one vector with a guarded last
+    step."""
+    if k % lanes == 0:
+        return lanes
+    for w in range(min(k, lanes), lanes // 2 - 1, -1):
+        if w > 0 and k % w == 0:
+            return w
+    return k if k < lanes else lanes
+
+
+def split_k_product(p: Product, width: int) -> tuple[Tensor, Tensor]:
+    """(the product as a sum over `width` partial sums, the partial sums
+    `[..., m, n, width]` with partial `l` summing `k = ko * width + l`): the reduction
+    split so that each partial sum is a vector lane (rfactor by hand)."""
+    op = p.op
+    sizes = [int(getattr(iv.dom.extent, "value", 0)) for iv in op.axis]
+    k_ext = int(getattr(p.k.dom.extent, "value", 0))
+    ko = reduce_axis(-(-k_ext // width), "ko")
+
+    def partial_body(*idx: PrimExpr) -> PrimExpr:
+        *out, lane = idx
+        sub: dict[Var, PrimExpr] = {iv.var: i for iv, i in zip(op.axis, out)}
+        k = ko.var * width + lane
+        sub[p.k.var] = k
+        src = substitute(p.reduce.source[0], sub)
+        cond = substitute(p.reduce.condition, sub)
+        if k_ext % width:
+            src = if_then_else(k < k_ext, src, const(0, src.dtype))
+        return Reduce(p.reduce.combiner, (src,), (ko,), cond, 0)
+
+    partial = compute([*sizes, width], partial_body, name=f"{op.name}_partial", tag=op.tag,
+                      attrs=op.attrs)  # fmt: skip
+    lane = reduce_axis(width, "lane")
+
+    def total_body(*idx: PrimExpr) -> PrimExpr:
+        return sum_(partial[tuple(idx) + (lane.var,)], axis=lane)  # noqa: RUF005
+
+    total = compute(sizes, total_body, name=f"{op.name}_sum", tag=op.tag, attrs=op.attrs)
+    return total, partial
+
+
+def schedule_gemv(
+    s: Schedule, host: Tensor, total: Tensor, partial: Tensor, target: Target
+) -> None:
+    """Few rows (or few columns): the reduction split into a vector of partial sums
+    (`split_k_product`), accumulated in registers for a tile of rows x columns (all the
+    rows and up to 16 / rows columns, or all the columns and up to 16 / columns rows: as
+    many independent accumulators as hide the FMA latency), then each summed across its
+    lanes. Parallel over column blocks (few rows) or row blocks (many rows)."""
+    st = s[host]
+    axes = list(st.op.axis)
+    sizes = [_extent_of(iv) for iv in axes]
+    lanes = target.lanes(host.dtype)
+    batch = axes[:-2]
+    m = axes[-2] if len(axes) >= 2 else None
+    rows, cols = (sizes[-2] if m is not None else 1), sizes[-1]
+    few_rows = rows <= GEMV_MAX_ROWS
+    if few_rows:
+        nb = 4 * lanes if cols >= 4 * lanes else lanes
+        no, ni = st.split(axes[-1], factor=nb)
+        st.reorder(*batch, no, *([m] if m is not None else []), ni)
+        block = st.fuse(*batch, no)
+        inner_n = ni
+        blocks = math.prod(sizes[: len(batch)]) * -(-cols // nb)
+        mr, nr = rows, max(1, min(cols, 16 // rows))
+    else:
+        assert m is not None
+        mo, _ = st.split(m, factor=16)
+        block = st.fuse(*batch, mo)
+        inner_n = axes[-1]
+        blocks = math.prod(sizes[: len(batch)]) * -(-rows // 16)
+        nr = cols
+        mr = max(1, min(16, 16 // cols))
+    if cols >= lanes:
+        _, nii = st.split(inner_n, factor=lanes)
+        st.vectorize(nii)
+    ts = s[total]
+    ts.compute_at(st, block)
+    t_axes = list(ts.op.axis)
+    nto, nti = ts.split(t_axes[-1], factor=nr)
+    if len(t_axes) >= 2:
+        mto, mti = ts.split(t_axes[-2], factor=mr)
+        ts.reorder(*t_axes[:-2], mto, nto, mti, nti)
+    ps = s[partial]
+    ps.compute_at(ts, nto)
+    p_axes = list(ps.op.axis)
+    (ko,) = ps.op.reduce_axis
+    ps.reorder(*p_axes[:-3], ko, *p_axes[-3:])
+    for ax in p_axes[-3:-1]:
+        ps.unroll(ax)
+    ps.vectorize(p_axes[-1])
+    k_len = _extent_of(ko) * _extent_of(p_axes[-1])
+    if target.num_threads > 1 and _enough_work(host.op, k_len) and blocks > 1:
+        st.parallel(block)
+
+
+def _extent_of(iv: IterVar) -> int:
+    return int(getattr(iv.dom.extent, "value", 1))
+
+
+def _rows(p: Product) -> int:
+    sizes = [int(getattr(iv.dom.extent, "value", 0)) for iv in p.op.axis]
+    return sizes[-2] if len(sizes) >= 2 else 1
+
+
+def schedule_product(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> bool:
+    """Schedule a matrix-product anchor (dense or batch_matmul) with the register-blocked or
+    GEMV nest; False (nothing changed) when the anchor is not a plain product."""
+    p = analyze_product(s[anchor].op)
+    if p is None or anchor.op.num_outputs != 1 or 0 in extents(anchor.op):
+        return False
+    if int(getattr(p.k.dom.extent, "value", 0)) == 0:
+        return False
+    lanes = target.lanes(anchor.dtype)
+    rows = _rows(p)
+    cols = int(getattr(p.op.axis[-1].dom.extent, "value", 0))
+    if p.rhs_layout == "k" and (rows <= GEMV_MAX_ROWS or cols < lanes):
+        total, partial = split_k_product(
+            p, split_width(int(getattr(p.k.dom.extent, "value", 0)), lanes)
+        )
+        host = install(s, outputs, anchor, total, lambda *i: total[i])
+        schedule_gemv(s, host, total, partial, target)
+        return True
+    blocking = choose_blocking(rows, cols, lanes, target)
+    main, packed = packed_product(p, blocking.nb)
+    host = install(s, outputs, anchor, main, lambda *i: main[i])
+    schedule_gemm(s, host, main, packed, blocking, target)
+    return True
+
+
+@register_schedule("dense", PRIORITY_COMPLEX)
+def schedule_dense(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
+    """`dense`/`matmul`/`contrib_dense_pack` (module docstring); an anchor of another form
+    gets the generic reduction schedule."""
+    if not schedule_product(s, outputs, anchor, target):
+        from .generic import schedule_generic
+
+        schedule_generic(s, outputs, anchor, target)
+
+
+__all__ = [
+    "GEMV_MAX_ROWS",
+    "Blocking",
+    "Product",
+    "analyze_product",
+    "choose_blocking",
+    "install",
+    "packed_product",
+    "replace_anchor",
+    "schedule_dense",
+    "schedule_gemm",
+    "schedule_gemv",
+    "schedule_pack",
+    "schedule_product",
+    "split_k_product",
+    "split_width",
+    "tail_output",
+]

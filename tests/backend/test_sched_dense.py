@@ -1,0 +1,233 @@
+"""The default schedule of dense / matmul (register-blocked with a packed weight, GEMV for
+few rows): compiled kernels against the reference implementations, on shapes no tile
+divides, with element-wise tails, batch axes, int8 accumulation and other targets."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+from relay.backend.codegen import aligned_copy, compile_module
+from relay.backend.lower.computes import compute_for
+from relay.backend.lower.lower_func import schedule_outputs
+from relay.backend.lower.schedules.dense import (
+    GEMV_MAX_ROWS,
+    analyze_product,
+    choose_blocking,
+    replace_anchor,
+    split_width,
+)
+from relay.backend.lower.target import Target, host_target
+from relay.backend.runtime.op_impls import implementation_for
+from relay.backend.te import compute, create_schedule, lower, placeholder
+from relay.backend.tir.transform import lower_pipeline
+from relay.lang import get_op
+from relay.lang.types import TensorType
+from relay.testing.relations import op_call_type
+
+RNG = np.random.default_rng(11)
+
+
+def apply(name, inputs, **attrs):
+    """The compute of operator `name` on TE `inputs` (its one output) and its attrs."""
+    op = get_op(name)
+    op_attrs = op.make_attrs(**attrs) if op.attrs_schema is not None else None
+    types = [TensorType(tuple(int(d.value) for d in t.shape), t.dtype) for t in inputs]
+    out_type = op_call_type(name, *types, **attrs)
+    (out,) = compute_for(op)(op_attrs, list(inputs), out_type)
+    return out, op_attrs
+
+
+def run_kernel(inputs, outputs, arrays, target=None):
+    """Schedule `outputs` with the default schedules, lower, compile and run on `arrays`;
+    returns (output arrays, schedule)."""
+    s, _ = schedule_outputs(outputs, target)
+    func = lower_pipeline(lower(s, list(inputs) + list(outputs), "kernel"))
+    fn = compile_module([func]).get("kernel")
+    ins = [aligned_copy(a) for a in arrays]
+    outs = [aligned_copy(np.zeros([int(d.value) for d in t.shape], t.dtype)) for t in outputs]
+    fn(*(ctypes.c_void_p(a.ctypes.data) for a in ins + outs))
+    return outs, s
+
+
+def trace_text(s):
+    return str(s.trace)
+
+
+def dense_case(m, n, k, dtype="float32", out_dtype="", target=None, batch=()):
+    x = placeholder((*batch, m, k), dtype, "x")
+    w = placeholder((n, k), dtype, "w")
+    out, attrs = apply("nn.dense", [x, w], units=n, out_dtype=out_dtype)
+    if dtype == "float32":
+        xa = RNG.normal(size=(*batch, m, k)).astype(dtype)
+        wa = RNG.normal(size=(n, k)).astype(dtype)
+    else:
+        xa = RNG.integers(-100, 100, (*batch, m, k)).astype(dtype)
+        wa = RNG.integers(-100, 100, (n, k)).astype(dtype)
+    (got,), s = run_kernel([x, w], [out], [xa, wa], target)
+    want = implementation_for(get_op("nn.dense"))([xa, wa], attrs)
+    return got, want, s
+
+
+def assert_close(got, want):
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if want.dtype.kind == "f":
+        scale = float(np.max(np.abs(want), initial=1.0))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6 * scale)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "m,n,k",
+    [
+        (13, 37, 19),
+        (64, 64, 64),
+        (3, 1000, 50),
+        (1, 17, 5),
+        (33, 16, 1),
+        (24, 48, 130),
+        (20, 3, 17),
+    ],
+)
+def test_dense_against_reference(m, n, k):
+    got, want, s = dense_case(m, n, k)
+    assert_close(got, want)
+    text = trace_text(s)
+    assert "vectorize" in text
+    # the weight is packed inside the kernel unless the GEMV form runs (few rows or columns)
+    assert ("w_packed" in text) == (m > GEMV_MAX_ROWS and n >= 16)
+
+
+def test_dense_register_block_is_unrolled_and_packed_per_column_block():
+    got, want, s = dense_case(20, 517, 30)  # many column blocks: parallel over them
+    assert_close(got, want)
+    text = trace_text(s)
+    assert 'compute_at("dense_packed", "dense"' in text
+    assert 'unroll("dense_packed", "ax0")' in text
+    assert 'compute_at("w_packed", "dense"' in text
+    got, want, s = dense_case(40, 70, 30)  # few column blocks: the weight packed at root
+    assert_close(got, want)
+    assert 'parallel("w_packed"' in trace_text(s)
+
+
+def test_dense_with_leading_batch_axes():
+    got, want, _ = dense_case(5, 21, 9, batch=(3,))
+    assert_close(got, want)
+    got, want, _ = dense_case(2, 21, 9, batch=(3,))  # GEMV form with a batch axis
+    assert_close(got, want)
+
+
+def test_dense_int8_accumulates_in_int32():
+    got, want, _ = dense_case(9, 20, 33, dtype="int8", out_dtype="int32")
+    assert got.dtype == np.int32
+    assert_close(got, want)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [Target(vector_bits=256, num_threads=2), Target(vector_bits=512, num_threads=1)],
+    ids=["avx2-2threads", "avx512-1thread"],
+)
+def test_dense_other_targets(target):
+    got, want, s = dense_case(61, 70, 41, target=target)  # enough work for threads
+    assert_close(got, want)
+    assert ("parallel" in trace_text(s)) == (target.num_threads > 1)
+
+
+def test_dense_bias_relu_tail_is_computed_in_the_output_loops():
+    x = placeholder((21, 30), "float32", "x")
+    w = placeholder((50, 30), "float32", "w")
+    b = placeholder((50,), "float32", "b")
+    d, dattrs = apply("nn.dense", [x, w], units=50)
+    db, _ = apply("nn.bias_add", [d, b], axis=1)
+    r, _ = apply("nn.relu", [db])
+    xa, wa = RNG.normal(size=(21, 30)).astype("f4"), RNG.normal(size=(50, 30)).astype("f4")
+    ba = RNG.normal(size=(50,)).astype("f4")
+    (got,), s = run_kernel([x, w, b], [r], [xa, wa, ba])
+    want = np.maximum(implementation_for(get_op("nn.dense"))([xa, wa], dattrs) + ba, 0)
+    assert_close(got, want)
+    # the product is attached to the relu's loops; nothing but the packed weight at root
+    assert 'compute_at("dense_packed", "relu"' in trace_text(s)
+
+
+def test_dense_with_two_outputs_keeps_the_product_materialized():
+    x = placeholder((10, 12), "float32", "x")
+    w = placeholder((20, 12), "float32", "w")
+    d, dattrs = apply("nn.dense", [x, w], units=20)
+    r, _ = apply("nn.relu", [d])
+    xa, wa = RNG.normal(size=(10, 12)).astype("f4"), RNG.normal(size=(20, 12)).astype("f4")
+    (gd, gr), _ = run_kernel([x, w], [d, r], [xa, wa])
+    want = implementation_for(get_op("nn.dense"))([xa, wa], dattrs)
+    assert_close(gd, want)
+    assert_close(gr, np.maximum(want, 0))
+
+
+def test_dense_followed_by_reshape_uses_the_view_at_root():
+    x = placeholder((6, 8), "float32", "x")
+    w = placeholder((12, 8), "float32", "w")
+    d, dattrs = apply("nn.dense", [x, w], units=12)
+    rs, _ = apply("reshape", [d], newshape=(3, 24))
+    xa, wa = RNG.normal(size=(6, 8)).astype("f4"), RNG.normal(size=(12, 8)).astype("f4")
+    (got,), _ = run_kernel([x, w], [rs], [xa, wa])
+    assert_close(got, implementation_for(get_op("nn.dense"))([xa, wa], dattrs).reshape(3, 24))
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, True), (True, False)])
+def test_matmul_transposes(ta, tb):
+    m, n, k = 11, 35, 13
+    a_shape = (k, m) if ta else (m, k)
+    b_shape = (n, k) if tb else (k, n)
+    a = placeholder(a_shape, "float32", "a")
+    b = placeholder(b_shape, "float32", "b")
+    out, attrs = apply("nn.matmul", [a, b], transpose_a=ta, transpose_b=tb)
+    aa, ba = RNG.normal(size=a_shape).astype("f4"), RNG.normal(size=b_shape).astype("f4")
+    (got,), _ = run_kernel([a, b], [out], [aa, ba])
+    assert_close(got, implementation_for(get_op("nn.matmul"))([aa, ba], attrs))
+
+
+def test_analyze_product_finds_the_packable_operand():
+    x = placeholder((4, 6), "float32", "x")
+    w = placeholder((5, 6), "float32", "w")
+    d, _ = apply("nn.dense", [x, w], units=5)
+    p = analyze_product(d.op)
+    assert p is not None and p.rhs_layout == "k" and p.rhs.producer is w
+    b = placeholder((6, 5), "float32", "b")
+    mm, _ = apply("nn.matmul", [x, b], transpose_a=False, transpose_b=False)
+    q = analyze_product(mm.op)
+    assert q is not None and q.rhs_layout == "n"
+    relu, _ = apply("nn.relu", [x])
+    assert analyze_product(relu.op) is None
+
+
+def test_choose_blocking_fits_the_registers():
+    t = host_target()
+    lanes = t.lanes("float32")
+    b = choose_blocking(1024, 1024, lanes, t)
+    regs = 32 if t.vector_bits == 512 else 16
+    assert b.nb % lanes == 0 and b.mr * (b.nb // lanes) + b.nb // lanes < regs
+    assert choose_blocking(3, 1024, lanes, t).mr == 3
+
+
+def test_replace_anchor_rejects_a_view_of_another_shape():
+    x = placeholder((4, 6), "float32", "x")
+    w = placeholder((5, 6), "float32", "w")
+    d, _ = apply("nn.dense", [x, w], units=5)
+    s = create_schedule(d)
+    wrong = compute((5, 4), lambda i, j: x[j, i], name="wrong")
+    with pytest.raises(ValueError, match="shape"):
+        replace_anchor(s, d, wrong)
+
+
+def test_split_width_divides_the_reduction_when_it_can():
+    assert split_width(512, 16) == 16
+    assert split_width(70, 16) == 14  # an odd vector width that divides
+    assert split_width(5, 16) == 5
+    assert split_width(67, 16) == 16  # a prime: one vector and a guarded last step
+
+
+def test_gemv_reduction_with_a_guarded_last_step():
+    got, want, s = dense_case(1, 40, 67)
+    assert_close(got, want)
+    assert "dense_partial" in str(s.trace)
