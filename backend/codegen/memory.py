@@ -102,10 +102,9 @@ def known_multiple(e: tx.PrimExpr, depth: int = 0) -> int:
 
 
 def _align(buffer: Buffer, base: tx.PrimExpr | None, vector_lanes: int) -> int:
-    size = elem_bytes(buffer.dtype)
-    if base is None or vector_lanes == 1:
-        return size
-    return max(size, min(64, size * known_multiple(base)))
+    """The alignment a vector access may assume: the element size, since parameters may
+    start anywhere (see `llvm_ir.pointer_param_attrs`)."""
+    return elem_bytes(buffer.dtype)
 
 
 def _gep(em: KernelEmitter, buffer: Buffer, index: ir.Value) -> ir.Value:

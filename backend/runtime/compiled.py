@@ -163,7 +163,7 @@ class CompiledModel:
                     f"argument `{name}`: the array is not C-contiguous "
                     "(pass np.ascontiguousarray(...))"
                 )
-            arrays.append(_aligned_copy(value))
+            arrays.append(value)
         return arrays
 
     def run(self, *args: Any, **inputs: Any) -> Any:

@@ -73,7 +73,7 @@ def test_outputs_and_artifacts():
     lib = compile_module([elementwise("mul", "float64", lambda x, y: x * y)])
     assert lib.names() == ["mul"] and "mul" in lib
     assert lib.object_code.startswith(b"\x7fELF")
-    assert re.search(r"define void @mul\(ptr noalias nonnull [^,]*align 64", lib.llvm_ir)
+    assert re.search(r"define void @mul\(ptr noalias nonnull [^,]*align 8", lib.llvm_ir)
     assert '@"mul"' in lib.llvm_ir_unoptimized
     with pytest.raises(KeyError):
         lib.get("nope")

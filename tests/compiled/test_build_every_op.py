@@ -40,7 +40,9 @@ def _value(spec: object, rng: np.random.Generator) -> np.ndarray:
     return value
 
 
-def _module(calls: list[OpCall], rng: np.random.Generator) -> tuple[IRModule, dict[str, np.ndarray]]:
+def _module(
+    calls: list[OpCall], rng: np.random.Generator
+) -> tuple[IRModule, dict[str, np.ndarray]]:
     params: list[Var] = []
     inputs: dict[str, np.ndarray] = {}
     results = []
@@ -68,7 +70,9 @@ def _assert_agrees(ours, expected, where):
     assert ours.shape == expected.shape and ours.dtype == expected.dtype, where
     if expected.dtype.kind == "f":
         tol = 1e-3 if expected.dtype == np.float16 else 2e-5
-        np.testing.assert_allclose(ours, expected, rtol=tol, atol=tol, equal_nan=True, err_msg=where)
+        np.testing.assert_allclose(
+            ours, expected, rtol=tol, atol=tol, equal_nan=True, err_msg=where
+        )
     else:
         np.testing.assert_array_equal(ours, expected, err_msg=where)
 

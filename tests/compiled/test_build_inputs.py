@@ -77,3 +77,18 @@ def test_correct_inputs_compute_dense_relu():
     w = rng.standard_normal((16, 8)).astype(np.float32)
     out = build(mod).run(x=x, w=w)
     np.testing.assert_allclose(out, np.maximum(x @ w.T, 0), rtol=1e-5, atol=1e-5)
+
+
+def test_inputs_that_do_not_start_on_a_cache_line_are_used_in_place():
+    import numpy as np
+
+    import relay
+
+    mod = relay.parse(
+        '#[version = "0.0.5"]\n'
+        "def @main(%x: Tensor[(37, 19), float32]) { nn.relu(multiply(%x, 2f)) }"
+    )
+    raw = np.random.default_rng(1).standard_normal(37 * 19 + 1).astype(np.float32)
+    x = raw[1:].reshape(37, 19)
+    assert x.ctypes.data % 64 != 0 and x.flags.c_contiguous
+    np.testing.assert_array_equal(relay.build(mod).run(x=x), np.maximum(x * 2, 0))
