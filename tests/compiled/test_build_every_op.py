@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import relay
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import relay
 from relay.backend.runtime import interpret
 from relay.lang import Call, Constant, Function, IRModule, Tuple, Var, all_ops
 from relay.lang.dtype import numpy_dtype

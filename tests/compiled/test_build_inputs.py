@@ -81,7 +81,6 @@ def test_correct_inputs_compute_dense_relu():
 
 def test_inputs_that_do_not_start_on_a_cache_line_are_used_in_place():
     import numpy as np
-
     import relay
 
     mod = relay.parse(
