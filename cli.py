@@ -121,8 +121,8 @@ def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
         start = time.perf_counter()
         model = load(args.file)
         took = (time.perf_counter() - start) * 1e3
-        inputs = random_inputs_for_slots(model, given, seed=args.seed)
-        return model, inputs, f"loaded {args.file} in {took:.1f} ms"
+        loaded_inputs = random_inputs_for_slots(model, given, seed=args.seed)
+        return model, loaded_inputs, f"loaded {args.file} in {took:.1f} ms"
     from .driver import build
 
     module, _ = _parse_module(args.file)
@@ -131,15 +131,15 @@ def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
         raise Error(f"{args.file}: the module has no @main function to run")
     inputs: dict[str, Any] = complete_inputs(module["main"], given, seed=args.seed)
     start = time.perf_counter()
-    model = build(module, target=args.target)
+    built = build(module, target=args.target)
     took = time.perf_counter() - start
     if args.target == "interp":
         how = "target interp"
-    elif getattr(model, "native", False):
+    elif built.native:
         how = f"target llvm, compiled in {took:.2f} s"
     else:
-        how = f"target llvm, running in the interpreter: {getattr(model, 'reason', '')}"
-    return model, inputs, how
+        how = f"target llvm, running in the interpreter: {getattr(built, 'reason', '')}"
+    return built, inputs, how
 
 
 def cmd_run(args: argparse.Namespace) -> int:

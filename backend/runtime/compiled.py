@@ -16,11 +16,11 @@ from __future__ import annotations
 import ctypes
 import io
 import json
+import os
 import threading
 import time
 import zipfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -104,9 +104,10 @@ class CompiledModel:
     _workspace: np.ndarray = field(init=False)
     _lock: threading.Lock = field(init=False, factory=threading.Lock)
     _param_ptrs: Any = field(init=False, default=None)
+    _first_outputs: dict[int, np.ndarray] = field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
-        self._workspace = aligned_empty((max(1, self.memory.workspace_bytes),), np.uint8)
+        self._workspace = aligned_empty((max(1, self.memory.workspace_bytes),), np.dtype(np.uint8))
         self.params = tuple(_aligned_copy(np.require(p, requirements="C")) for p in self.params)
         self._param_ptrs = (ctypes.c_void_p * max(1, len(self.params)))(
             *[p.ctypes.data for p in self.params]
@@ -188,7 +189,8 @@ class CompiledModel:
                 )
             else:
                 self._run_steps(arrays, outputs)
-            values = {s: o for s, o in zip(self.output_slots, outputs)}
+            values: dict[int, np.ndarray] = dict(zip(self.output_slots, outputs))
+            self._first_outputs = dict(values)
             return self._result(self.plan.output, arrays, values)
 
     def _slot_array(
@@ -223,13 +225,19 @@ class CompiledModel:
     def _result(
         self, tree: OutputTree, arrays: list[np.ndarray], outputs: dict[int, np.ndarray]
     ) -> Any:
+        """The result shaped like `tree`: a kernel output the first time its slot appears,
+        a copy for inputs, parameters and repeated slots (results never alias)."""
         if isinstance(tree, int):
+            handed = outputs.get(tree)
+            if handed is not None:
+                outputs[tree] = None  # type: ignore[assignment]
+                return handed
             if tree in outputs:
-                return outputs.pop(tree)
+                return self._slot_array(tree, arrays, self._first_outputs).copy()
             return self._slot_array(tree, arrays, {}).copy()
         return tuple(self._result(t, arrays, outputs) for t in tree)
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the artifact: object code, plan and parameters in one zip file."""
         from ...lang.printer import print_expr
 
@@ -309,7 +317,7 @@ def _plan_from_json(data: Mapping[str, Any]) -> GraphPlan:
     )
 
 
-def load(path: str | Path) -> CompiledModel:
+def load(path: str | os.PathLike[str]) -> CompiledModel:
     """A compiled model from an artifact written by `CompiledModel.save` (no recompiling)."""
     from ...grammar import parse_expr
     from ..codegen.compile import load_library

@@ -186,13 +186,13 @@ def plan_graph(main: Function, types: ModuleTypes) -> GraphPlan:
             args: list[int] = []
             for a in node.args:
                 args.extend(_flatten_tree(value_of[id(a)]))
-            ty = types.type_of(node)
+            result_type = types.type_of(node)
             outs = []
-            for t in _result_slots(ty, "a fused kernel's result"):
+            for t in _result_slots(result_type, "a fused kernel's result"):
                 outs.append(len(slots))
                 slots.append(Slot(tuple(int(d) for d in t.shape), t.dtype, "kernel"))  # type: ignore[arg-type]
             steps.append(KernelStep(kernel_for(node.op), tuple(args), tuple(outs)))  # type: ignore[arg-type]
-            value_of[id(node)] = _rebuild_tree(ty, outs)
+            value_of[id(node)] = _rebuild_tree(result_type, outs)
         else:
             raise NotCompilable(
                 f"`{type(node).__name__}` in @main is not supported by the native executor"
