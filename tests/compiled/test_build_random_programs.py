@@ -4,10 +4,9 @@ sharing) compiled to native code agree with the interpreter."""
 from __future__ import annotations
 
 import numpy as np
+import relay
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import relay
 from relay.backend.runtime import interpret
 from relay.testing import dataflow_programs, inputs_for
 
