@@ -374,6 +374,14 @@ def _check_stmt(s: Stmt) -> str | None:
     return None
 
 
+def _outside_allocation(node: Node, scope: _Scoped) -> str | None:
+    """A message if `node` loads from or stores to a buffer whose memory is not in scope."""
+    if isinstance(node, (BufferLoad, BufferStore)) and id(node.buffer.data) not in scope.buffers:
+        verb = "read" if isinstance(node, BufferLoad) else "written"
+        return f"buffer `{node.buffer.name}` is {verb} outside its allocation"
+    return None
+
+
 def verify_problems(func: PrimFunc) -> list[str]:
     """Everything that makes `func` ill-formed (empty when it is well-formed)."""
     problems: list[str] = []
@@ -391,20 +399,12 @@ def verify_problems(func: PrimFunc) -> list[str]:
                 msg = f"variable `{node.name}` is used outside the scope of its definition"
         elif isinstance(node, PrimExpr):
             msg = _check_expr(node)
-            if (
-                msg is None
-                and isinstance(node, BufferLoad)
-                and id(node.buffer.data) not in scope.buffers
-            ):
-                msg = f"buffer `{node.buffer.name}` is read outside its allocation"
+            if msg is None:
+                msg = _outside_allocation(node, scope)
         elif isinstance(node, Stmt):
             msg = _check_stmt(node)
-            if (
-                msg is None
-                and isinstance(node, BufferStore)
-                and id(node.buffer.data) not in scope.buffers
-            ):
-                msg = f"buffer `{node.buffer.name}` is written outside its allocation"
+            if msg is None:
+                msg = _outside_allocation(node, scope)
         for v in _binders(node):
             if id(v) in scope.defined:
                 msg = msg or f"variable `{v.name}` is bound again inside its own scope"

@@ -500,6 +500,14 @@ def _poison(n: int, dtype: np.dtype[Any]) -> np.ndarray:
     return arr
 
 
+def _restore(table: dict[Any, Any], key: Any, old: Any) -> None:
+    """Put back `table[key]` as it was before a scope bound it (`old` None: it was unset)."""
+    if old is None:
+        table.pop(key, None)
+    else:
+        table[key] = old
+
+
 class _Machine:
     """Runs statements with an explicit stack of tasks."""
 
@@ -525,18 +533,10 @@ class _Machine:
                     env.pop(var, None)
                 continue
             if tag == "unbind":
-                _, var, old = task
-                if old is None:
-                    env.pop(var, None)
-                else:
-                    env[var] = old
+                _restore(env, task[1], task[2])
                 continue
             if tag == "free":
-                _, data, old = task
-                if old is None:
-                    memory.pop(data, None)
-                else:
-                    memory[data] = old
+                _restore(memory, task[1], task[2])
                 continue
             s = task[1]
             cls = type(s)

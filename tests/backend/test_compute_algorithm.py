@@ -7,52 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relay.backend.lower.computes import compute_for
-from relay.backend.runtime.op_impls import implementation_for
-from relay.backend.te import ComputeOp, ExternOp, placeholder
-from relay.backend.te.evaluate import evaluate
-from relay.lang import get_op
-from relay.lang.types import TensorType
-from relay.testing.relations import op_call_type
+from relay.backend.te import ComputeOp, ExternOp
+from relay.testing.compute_check import RandomArrays, check_compute
 
-RNG = np.random.default_rng(7)
-
-
-def run_both(name, *arrays, tuple_arg=False, **attrs):
-    """(compute results, reference results) of one call, each a list of arrays."""
-    op = get_op(name)
-    types = [TensorType(a.shape, str(a.dtype)) for a in arrays]
-    out_type = op_call_type(name, *types, tuple_arg=tuple_arg, **attrs)
-    op_attrs = op.make_attrs(**attrs) if op.attrs_schema is not None else None
-    holders = [placeholder(a.shape, str(a.dtype), f"in{i}") for i, a in enumerate(arrays)]
-    outs = compute_for(op)(op_attrs, holders, out_type)
-    got = evaluate(outs, dict(zip(holders, arrays)), strict_select=True)
-    args = [tuple(arrays)] if tuple_arg else list(arrays)
-    want = implementation_for(op)(args, op_attrs)
-    return got, list(want) if isinstance(want, tuple) else [want], outs
-
-
-def check(name, *arrays, tuple_arg=False, **attrs):
-    """The compute of `name` equals the reference: exactly for integers, within 1e-5
-    relative (plus 1e-5 of the largest magnitude, for cancellation) for floats."""
-    got, want, outs = run_both(name, *arrays, tuple_arg=tuple_arg, **attrs)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
-        if w.dtype.kind == "f":
-            scale = float(np.max(np.abs(w[np.isfinite(w)]), initial=1.0))
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * scale)
-        else:
-            np.testing.assert_array_equal(g, w)
-    return outs
-
-
-def normal(*shape, dtype="float32"):
-    return RNG.normal(size=shape).astype(dtype)
-
-
-def ints(*shape, dtype="int32", lo=-5, hi=6):
-    return RNG.integers(lo, hi, shape).astype(dtype)
+ARRAYS = RandomArrays(7, int_range=(-5, 6))
+RNG = ARRAYS.rng
+normal, ints = ARRAYS.normal, ARRAYS.ints
 
 
 def ties(*shape, dtype="float32"):
@@ -75,9 +35,9 @@ def test_argsort_and_sort_are_stable(n, axis, ascending, dtype, seed):
     rng = np.random.default_rng(seed)
     shape = [3, n]
     x = rng.integers(-3, 4, shape).astype(dtype)
-    (out,) = check("argsort", x, axis=axis, is_ascend=ascending)
+    (out,) = check_compute("argsort", [x], axis=axis, is_ascend=ascending)
     assert isinstance(out.op, ExternOp) and out.op.tag == "argsort"
-    check("sort", x, axis=axis, is_ascend=ascending)
+    check_compute("sort", [x], axis=axis, is_ascend=ascending)
 
 
 def test_argsort_dtypes_and_nans():
@@ -85,10 +45,10 @@ def test_argsort_dtypes_and_nans():
     x[0, 2] = x[1, 0] = x[1, 5] = x[3, 3] = np.nan
     x[2, 1] = x[2, 4]
     for ascending in (True, False):
-        check("argsort", x, axis=1, is_ascend=ascending)
-        check("argsort", x, axis=0, is_ascend=ascending, dtype="int64")
-        check("sort", x, axis=1, is_ascend=ascending)
-    check("argsort", ties(2, 3, 5), axis=1, dtype="float32")
+        check_compute("argsort", [x], axis=1, is_ascend=ascending)
+        check_compute("argsort", [x], axis=0, is_ascend=ascending, dtype="int64")
+        check_compute("sort", [x], axis=1, is_ascend=ascending)
+    check_compute("argsort", [ties(2, 3, 5)], axis=1, dtype="float32")
 
 
 @pytest.mark.parametrize("ret_type", ["both", "values", "indices"])
@@ -96,9 +56,11 @@ def test_argsort_dtypes_and_nans():
 @pytest.mark.parametrize("ascending", [False, True])
 def test_topk(ret_type, k, ascending):
     x = ties(2, 6, 3)
-    outs = check("topk", x, k=k, axis=1, ret_type=ret_type, is_ascend=ascending)
+    outs = check_compute("topk", [x], k=k, axis=1, ret_type=ret_type, is_ascend=ascending)
     assert len(outs) == (2 if ret_type == "both" else 1)
-    check("topk", normal(7, 4), k=k, axis=0, ret_type=ret_type, is_ascend=ascending, dtype="int64")
+    check_compute(
+        "topk", [normal(7, 4)], k=k, axis=0, ret_type=ret_type, is_ascend=ascending, dtype="int64"
+    )
 
 
 # ---------------------------------------------------------------------------------- scans
@@ -108,17 +70,17 @@ def test_topk(ret_type, k, ascending):
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 @pytest.mark.parametrize("exclusive", [False, True])
 def test_scans(name, axis, exclusive):
-    (out,) = check(name, normal(3, 4, 2), axis=axis, exclusive=exclusive)
+    (out,) = check_compute(name, [normal(3, 4, 2)], axis=axis, exclusive=exclusive)
     assert isinstance(out.op, ExternOp) and out.op.tag == name
-    check(name, ints(3, 5, dtype="int8", lo=-128, hi=128), axis=axis, exclusive=exclusive)
-    check(name, ints(3, 5, dtype="int8"), axis=axis, exclusive=exclusive, dtype="int32")
-    check(name, ints(4, 3), axis=axis, exclusive=exclusive, dtype="float32")
+    check_compute(name, [ints(3, 5, dtype="int8", lo=-128, hi=128)], axis=axis, exclusive=exclusive)
+    check_compute(name, [ints(3, 5, dtype="int8")], axis=axis, exclusive=exclusive, dtype="int32")
+    check_compute(name, [ints(4, 3)], axis=axis, exclusive=exclusive, dtype="float32")
 
 
 def test_scans_of_small_shapes():
-    check("cumsum", normal(1), axis=0)
-    check("cumprod", normal(5), axis=None, exclusive=True)
-    check("cumsum", np.asarray(3.0, "float32"), axis=None)
+    check_compute("cumsum", [normal(1)], axis=0)
+    check_compute("cumprod", [normal(5)], axis=None, exclusive=True)
+    check_compute("cumsum", [np.asarray(3.0, "float32")], axis=None)
 
 
 # --------------------------------------------------------------------------------- einsum
@@ -145,7 +107,7 @@ def test_scans_of_small_shapes():
 )
 def test_einsum_forms(equation, shapes):
     arrays = [normal(*s) for s in shapes]
-    (out,) = check("einsum", *arrays, tuple_arg=True, equation=equation)
+    (out,) = check_compute("einsum", arrays, tuple_arg=True, equation=equation)
     assert isinstance(out.op, ComputeOp)
     int_arrays = [ints(*s, dtype="int8", lo=-128, hi=128) for s in shapes]
-    check("einsum", *int_arrays, tuple_arg=True, equation=equation)
+    check_compute("einsum", int_arrays, tuple_arg=True, equation=equation)

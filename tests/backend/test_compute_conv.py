@@ -7,53 +7,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relay.backend.lower.computes import compute_for
 from relay.backend.runtime.op_impls import implementation_for
-from relay.backend.te import ComputeOp, PlaceholderOp, placeholder
-from relay.backend.te.evaluate import evaluate
+from relay.backend.te import ComputeOp, PlaceholderOp
 from relay.lang import get_op
 from relay.lang.types import TensorType
-from relay.testing.relations import op_call_type
+from relay.testing.compute_check import RandomArrays, check_compute
 
-RNG = np.random.default_rng(7)
-
-
-def run_both(name, *arrays, tuple_arg=False, out_type=None, **attrs):
-    """(compute results, reference results) of one call, each a list of arrays."""
-    op = get_op(name)
-    op_attrs = op.make_attrs(**attrs) if op.attrs_schema is not None else None
-    if out_type is None:
-        types = [TensorType(a.shape, str(a.dtype)) for a in arrays]
-        out_type = op_call_type(name, *types, tuple_arg=tuple_arg, **attrs)
-    holders = [placeholder(a.shape, str(a.dtype), f"in{i}") for i, a in enumerate(arrays)]
-    outs = compute_for(op)(op_attrs, holders, out_type)
-    got = evaluate(outs, dict(zip(holders, arrays)), strict_select=True)
-    args = [tuple(arrays)] if tuple_arg else list(arrays)
-    want = implementation_for(op)(args, op_attrs)
-    return got, list(want) if isinstance(want, tuple) else [want], outs
-
-
-def check(name, *arrays, tuple_arg=False, out_type=None, **attrs):
-    """The compute of `name` equals the reference: exactly for integers, within 1e-5
-    relative (plus 1e-5 of the largest magnitude, for cancellation) for floats."""
-    got, want, outs = run_both(name, *arrays, tuple_arg=tuple_arg, out_type=out_type, **attrs)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
-        if w.dtype.kind == "f":
-            scale = float(np.max(np.abs(w[np.isfinite(w)]), initial=1.0))
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * scale)
-        else:
-            np.testing.assert_array_equal(g, w)
-    return outs
-
-
-def normal(*shape, dtype="float32"):
-    return RNG.normal(size=shape).astype(dtype)
-
-
-def ints(*shape, dtype="int32", lo=-5, hi=6):
-    return RNG.integers(lo, hi, shape).astype(dtype)
+ARRAYS = RandomArrays(7, int_range=(-5, 6))
+RNG = ARRAYS.rng
+normal, ints = ARRAYS.normal, ARRAYS.ints
 
 
 def layout(x, src, dst):
@@ -80,19 +42,19 @@ def test_conv2d_nchw_strides_padding_dilation_groups(
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(1, 4, 7, 6)).astype("float32")
     w = rng.normal(size=(4, 4 // groups, *kernel)).astype("float32")
-    (out,) = check(
-        "nn.conv2d", x, w, strides=strides, padding=padding, dilation=dilation, groups=groups
+    (out,) = check_compute(
+        "nn.conv2d", [x, w], strides=strides, padding=padding, dilation=dilation, groups=groups
     )
     assert out.op.tag == ("conv2d_nchw" if groups == 1 else "group_conv2d_nchw")
 
 
 def test_conv2d_has_a_separate_pad_stage_and_one_reduction():
-    (out,) = check("nn.conv2d", normal(1, 3, 5, 5), normal(4, 3, 3, 3), padding=[1, 1])
+    (out,) = check_compute("nn.conv2d", [normal(1, 3, 5, 5), normal(4, 3, 3, 3)], padding=[1, 1])
     assert isinstance(out.op, ComputeOp) and len(out.op.reduce_axis) == 3
     (pad_tensor,) = out.op.input_tensors[:1]
     assert "pad" in pad_tensor.op.tag and pad_tensor.shape[2].value == 7
     assert out.op.attrs["workload"][0] == "conv2d"
-    (unpadded,) = check("nn.conv2d", normal(1, 3, 5, 5), normal(4, 3, 3, 3))
+    (unpadded,) = check_compute("nn.conv2d", [normal(1, 3, 5, 5), normal(4, 3, 3, 3)])
     assert all(isinstance(t.op, PlaceholderOp) for t in unpadded.op.input_tensors)
 
 
@@ -103,10 +65,9 @@ def test_conv2d_has_a_separate_pad_stage_and_one_reduction():
 def test_conv2d_layouts(data_layout, kernel_layout, out_layout):
     x = normal(2, 3, 6, 5)
     w = normal(4, 3, 3, 2)
-    (out,) = check(
+    (out,) = check_compute(
         "nn.conv2d",
-        layout(x, "NCHW", data_layout),
-        layout(w, "OIHW", kernel_layout),
+        [layout(x, "NCHW", data_layout), layout(w, "OIHW", kernel_layout)],
         padding=[1, 0, 1, 1],
         strides=[2, 1],
         data_layout=data_layout,
@@ -120,15 +81,16 @@ def test_depthwise_forms():
     c, m = 3, 2
     x = normal(1, c, 5, 5)
     w = normal(c * m, 1, 3, 3)
-    (out,) = check("nn.conv2d", x, w, padding=[1], groups=c)
+    (out,) = check_compute("nn.conv2d", [x, w], padding=[1], groups=c)
     assert out.op.tag == "depthwise_conv2d_nchw"
     # TVM's multiplier forms (C, multiplier) in O and I, which our type relation rejects
     w_cm = w.reshape(c, m, 3, 3)
-    check("nn.conv2d", x, w_cm, padding=[1], groups=c, out_type=TensorType((1, 6, 5, 5), "float32"))
-    (nhwc,) = check(
+    check_compute(
+        "nn.conv2d", [x, w_cm], padding=[1], groups=c, out_type=TensorType((1, 6, 5, 5), "float32")
+    )
+    (nhwc,) = check_compute(
         "nn.conv2d",
-        layout(x, "NCHW", "NHWC"),
-        np.ascontiguousarray(w_cm.transpose(2, 3, 0, 1)),
+        [layout(x, "NCHW", "NHWC"), np.ascontiguousarray(w_cm.transpose(2, 3, 0, 1))],
         padding=[1],
         groups=c,
         data_layout="NHWC",
@@ -141,15 +103,17 @@ def test_depthwise_forms():
 def test_int8_accumulates_in_int32_and_mixed_signs():
     x = ints(1, 16, 4, 4, dtype="int8", lo=-128, hi=128)
     w = ints(3, 16, 3, 3, dtype="int8", lo=-128, hi=128)
-    check("nn.conv2d", x, w, padding=[1], out_dtype="int32")
-    check("nn.conv2d", x, w, padding=[1])  # int8 accumulation wraps
+    check_compute("nn.conv2d", [x, w], padding=[1], out_dtype="int32")
+    check_compute("nn.conv2d", [x, w], padding=[1])  # int8 accumulation wraps
     xu = ints(1, 4, 3, 3, dtype="uint8", lo=0, hi=256)
-    check("nn.conv2d", xu, ints(2, 4, 2, 2, dtype="int8", lo=-128, hi=128), out_dtype="int32")
-    check("nn.conv2d", ints(1, 2, 5, 5), ints(2, 1, 3, 3), groups=2, strides=[2, 2])
+    check_compute(
+        "nn.conv2d", [xu, ints(2, 4, 2, 2, dtype="int8", lo=-128, hi=128)], out_dtype="int32"
+    )
+    check_compute("nn.conv2d", [ints(1, 2, 5, 5), ints(2, 1, 3, 3)], groups=2, strides=[2, 2])
 
 
 def test_float_data_with_float64_out_dtype():
-    check("nn.conv2d", normal(1, 2, 4, 4), normal(2, 2, 3, 3), out_dtype="float64")
+    check_compute("nn.conv2d", [normal(1, 2, 4, 4), normal(2, 2, 3, 3)], out_dtype="float64")
 
 
 # ------------------------------------------------------------------------- conv1d, conv3d
@@ -160,10 +124,9 @@ def test_conv1d(data_layout):
     x = normal(2, 4, 9)
     w = normal(6, 2, 3)
     kernel_layout = "OIW" if data_layout == "NCW" else "WIO"
-    (out,) = check(
+    (out,) = check_compute(
         "nn.conv1d",
-        layout(x, "NCW", data_layout),
-        layout(w, "OIW", kernel_layout),
+        [layout(x, "NCW", data_layout), layout(w, "OIW", kernel_layout)],
         strides=[2],
         padding=[2, 1],
         dilation=[2],
@@ -172,7 +135,7 @@ def test_conv1d(data_layout):
         kernel_layout=kernel_layout,
     )
     assert out.op.tag == f"group_conv1d_{data_layout.lower()}"
-    check("nn.conv1d", ints(1, 3, 6), ints(2, 3, 2), padding=[1])
+    check_compute("nn.conv1d", [ints(1, 3, 6), ints(2, 3, 2)], padding=[1])
 
 
 @pytest.mark.parametrize("data_layout", ["NCDHW", "NDHWC"])
@@ -180,10 +143,9 @@ def test_conv3d(data_layout):
     x = normal(1, 4, 4, 5, 5)
     w = normal(2, 2, 2, 3, 2)
     kernel_layout = "OIDHW" if data_layout == "NCDHW" else "DHWIO"
-    (out,) = check(
+    (out,) = check_compute(
         "nn.conv3d",
-        layout(x, "NCDHW", data_layout),
-        layout(w, "OIDHW", kernel_layout),
+        [layout(x, "NCDHW", data_layout), layout(w, "OIDHW", kernel_layout)],
         padding=[1, 0, 1, 0, 1, 1],
         groups=2,
         strides=[1, 2, 2],
@@ -191,7 +153,7 @@ def test_conv3d(data_layout):
         kernel_layout=kernel_layout,
     )
     assert out.op.tag == f"group_conv3d_{data_layout.lower()}"
-    check("nn.conv3d", ints(1, 2, 3, 3, 3), ints(2, 2, 2, 2, 2), padding=[1])
+    check_compute("nn.conv3d", [ints(1, 2, 3, 3, 3), ints(2, 2, 2, 2, 2)], padding=[1])
 
 
 # ---------------------------------------------------------------------------- transposed
@@ -212,10 +174,9 @@ def test_conv2d_transpose(stride, out_pad, dil, groups, padding, seed):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(1, 4, 4, 3)).astype("float32")
     w = rng.normal(size=(4, 6 // groups, 3, 2)).astype("float32")
-    (out,) = check(
+    (out,) = check_compute(
         "nn.conv2d_transpose",
-        x,
-        w,
+        [x, w],
         strides=[stride, stride],
         output_padding=[out_pad, out_pad],
         dilation=[dil, dil],
@@ -227,19 +188,20 @@ def test_conv2d_transpose(stride, out_pad, dil, groups, padding, seed):
 
 
 def test_conv1d_transpose_and_integers():
-    check(
+    check_compute(
         "nn.conv1d_transpose",
-        normal(2, 3, 5),
-        normal(3, 2, 4),
+        [normal(2, 3, 5), normal(3, 2, 4)],
         strides=[3],
         padding=[1],
         output_padding=[2],
     )
-    check("nn.conv1d_transpose", ints(1, 2, 4), ints(2, 3, 3), strides=[2])
-    check(
+    check_compute("nn.conv1d_transpose", [ints(1, 2, 4), ints(2, 3, 3)], strides=[2])
+    check_compute(
         "nn.conv2d_transpose",
-        ints(1, 2, 3, 3, dtype="int8", lo=-128, hi=128),
-        ints(2, 2, 2, 2, dtype="int8", lo=-128, hi=128),
+        [
+            ints(1, 2, 3, 3, dtype="int8", lo=-128, hi=128),
+            ints(2, 2, 2, 2, dtype="int8", lo=-128, hi=128),
+        ],
         strides=[2, 2],
         out_dtype="int32",
     )
@@ -248,10 +210,9 @@ def test_conv1d_transpose_and_integers():
 def test_conv2d_transpose_nhwc():
     x = normal(1, 3, 4, 4)
     w = normal(3, 2, 3, 3)
-    check(
+    check_compute(
         "nn.conv2d_transpose",
-        layout(x, "NCHW", "NHWC"),
-        w,
+        [layout(x, "NCHW", "NHWC"), w],
         strides=[2, 2],
         padding=[1, 1],
         data_layout="NHWC",
@@ -265,10 +226,9 @@ def test_conv2d_transpose_nhwc():
 def test_conv2d_nchwc():
     x = normal(1, 8, 5, 5)
     w = normal(8, 8, 3, 3)
-    (out,) = check(
+    (out,) = check_compute(
         "nn.contrib_conv2d_NCHWc",
-        layout(x, "NCHW", "NCHW4c"),
-        layout(w, "OIHW", "OIHW4i4o"),
+        [layout(x, "NCHW", "NCHW4c"), layout(w, "OIHW", "OIHW4i4o")],
         padding=[1, 1],
         channels=8,
         kernel_size=[3, 3],
@@ -277,10 +237,9 @@ def test_conv2d_nchwc():
         out_layout="NCHW4c",
     )
     assert out.op.tag == "conv2d_NCHWc"
-    check(
+    check_compute(
         "nn.contrib_conv2d_NCHWc",
-        layout(x, "NCHW", "NCHW2c"),
-        layout(w, "OIHW", "OIHW2i4o"),
+        [layout(x, "NCHW", "NCHW2c"), layout(w, "OIHW", "OIHW2i4o")],
         strides=[2, 2],
         channels=8,
         kernel_size=[3, 3],
@@ -294,17 +253,16 @@ def test_conv2d_nchwc():
 def test_winograd_pair(tile):
     x = normal(1, 3, 6, 6)
     w = normal(4, 3, 3, 3)
-    (u,) = check("nn.contrib_conv2d_winograd_weight_transform", w, tile_size=tile)
+    (u,) = check_compute("nn.contrib_conv2d_winograd_weight_transform", [w], tile_size=tile)
     alpha = tile + 2
     assert u.shape[0].value == alpha
     ref_u = implementation_for(get_op("nn.contrib_conv2d_winograd_weight_transform"))(
         [w], get_op("nn.contrib_conv2d_winograd_weight_transform").make_attrs(tile_size=tile)
     )
     for transformed in (ref_u, np.ascontiguousarray(ref_u.transpose(0, 1, 3, 2))):
-        check(
+        check_compute(
             "nn.contrib_conv2d_winograd_without_weight_transform",
-            x,
-            transformed,
+            [x, transformed],
             tile_size=tile,
             padding=[1, 1],
             channels=4,

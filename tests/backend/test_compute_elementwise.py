@@ -3,81 +3,22 @@ implementations, evaluated with the vectorized TE evaluator."""
 
 from __future__ import annotations
 
-import ast
-import inspect
+from functools import partial
 
 import numpy as np
 import pytest
 import relay.lang.opdefs.tensor as family_module
-from relay.backend.lower.computes import compute_for, has_compute
+from relay.backend.lower.computes import has_compute
 from relay.backend.runtime.op_impls import implementation_for
-from relay.backend.te import placeholder
-from relay.backend.te.evaluate import evaluate
 from relay.lang.op import get_op
-from relay.lang.types import TensorType, Type
-from relay.testing.relations import op_call_type
+from relay.lang.types import TensorType
+from relay.testing.compute_check import RandomArrays, check_compute, declared_op_names
 
-RNG = np.random.default_rng(5)
-
-
-def run_both(
-    name: str,
-    arrays: list[np.ndarray],
-    out_type: Type | None = None,
-    tuple_arg: bool = False,
-    **attrs: object,
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(compute result, reference result) of `name` on `arrays`."""
-    op = get_op(name)
-    checked = op.make_attrs(**attrs) if op.attrs_schema is not None else None
-    types = [TensorType(a.shape, str(a.dtype)) for a in arrays]
-    if out_type is None:
-        out_type = op_call_type(name, *types, tuple_arg=tuple_arg, **attrs)
-    phs = [placeholder(a.shape, str(a.dtype), f"p{k}") for k, a in enumerate(arrays)]
-    outs = compute_for(op)(checked, [tuple(phs)] if tuple_arg else phs, out_type)
-    got = evaluate(outs, dict(zip(phs, arrays)), strict_select=True)
-    args = [tuple(arrays)] if tuple_arg else list(arrays)
-    with np.errstate(all="ignore"):
-        ref = implementation_for(op)(args, checked)  # type: ignore[arg-type]
-    expected = list(ref) if isinstance(ref, tuple) else [ref]
-    return got, expected
-
-
-def check(name: str, arrays: list[np.ndarray], **kwargs: object) -> None:
-    """The compute of `name` equals the reference: exactly for integers, to 1e-5 for floats."""
-    got, expected = run_both(name, arrays, **kwargs)  # type: ignore[arg-type]
-    assert len(got) == len(expected)
-    for g, e in zip(got, expected):
-        assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, g.dtype, e.shape, e.dtype)
-        if e.dtype.kind == "f":
-            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
-        else:
-            np.testing.assert_array_equal(g, e)
-
-
-def declared_ops(module: object) -> set[str]:
-    """Operator names a lang/opdefs module declares (dict keys of its tables and the first
-    field of its declare rows)."""
-    tree = ast.parse(inspect.getsource(module))  # type: ignore[arg-type]
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Dict):
-            names.update(k.value for k in node.keys if isinstance(k, ast.Constant))
-        if isinstance(node, ast.Tuple) and len(node.elts) == 5:
-            first = node.elts[0]
-            if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                names.add(first.value)
-    return names
-
-
-def randf(*shape: int, lo: float = -2.0, hi: float = 2.0, dtype: str = "float32") -> np.ndarray:
-    """Uniform random floats."""
-    return RNG.uniform(lo, hi, shape).astype(dtype)
-
-
-def randi(*shape: int, lo: int = -9, hi: int = 10, dtype: str = "int32") -> np.ndarray:
-    """Uniform random integers in [lo, hi)."""
-    return RNG.integers(lo, hi, shape).astype(dtype)
+ARRAYS = RandomArrays(5)
+RNG = ARRAYS.rng
+randf, randi = ARRAYS.uniform, ARRAYS.ints
+check = partial(check_compute, atol=1e-6)
+"""`check_compute` to an absolute 1e-6 for floats."""
 
 
 # ---------------------------------------------------------------------------------- unary
@@ -309,7 +250,7 @@ def test_arange(start: float, stop: float, step: float, dtype: str) -> None:
 
 
 def test_every_elementwise_op_has_a_compute_and_a_test() -> None:
-    names = declared_ops(family_module)
+    names = declared_op_names(family_module)
     assert len(names) == 74
     missing = sorted(n for n in names if not has_compute(get_op(n)))
     assert missing == []

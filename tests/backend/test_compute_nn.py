@@ -5,54 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from relay.backend.lower.computes import compute_for
 from relay.backend.lower.computes.nn import layout_index, primal_index
-from relay.backend.runtime.op_impls import implementation_for
 from relay.backend.te import ComputeOp, placeholder
 from relay.backend.te.evaluate import evaluate
 from relay.backend.tir.expr import const
-from relay.lang import get_op
-from relay.lang.types import TensorType
-from relay.testing.relations import op_call_type
+from relay.testing.compute_check import RandomArrays, check_compute
 
-RNG = np.random.default_rng(7)
-
-
-def run_both(name, *arrays, tuple_arg=False, **attrs):
-    """(compute results, reference results) of one call, each a list of arrays."""
-    op = get_op(name)
-    types = [TensorType(a.shape, str(a.dtype)) for a in arrays]
-    out_type = op_call_type(name, *types, tuple_arg=tuple_arg, **attrs)
-    op_attrs = op.make_attrs(**attrs) if op.attrs_schema is not None else None
-    holders = [placeholder(a.shape, str(a.dtype), f"in{i}") for i, a in enumerate(arrays)]
-    outs = compute_for(op)(op_attrs, holders, out_type)
-    got = evaluate(outs, dict(zip(holders, arrays)), strict_select=True)
-    args = [tuple(arrays)] if tuple_arg else list(arrays)
-    want = implementation_for(op)(args, op_attrs)
-    return got, list(want) if isinstance(want, tuple) else [want], outs
-
-
-def check(name, *arrays, tuple_arg=False, **attrs):
-    """The compute of `name` equals the reference: exactly for integers, within 1e-5
-    relative (plus 1e-5 of the largest magnitude, for cancellation) for floats."""
-    got, want, outs = run_both(name, *arrays, tuple_arg=tuple_arg, **attrs)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, w.shape, g.dtype, w.dtype)
-        if w.dtype.kind == "f":
-            scale = float(np.max(np.abs(w[np.isfinite(w)]), initial=1.0))
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * scale)
-        else:
-            np.testing.assert_array_equal(g, w)
-    return outs
-
-
-def normal(*shape, dtype="float32"):
-    return RNG.normal(size=shape).astype(dtype)
-
-
-def ints(*shape, dtype="int32", lo=-5, hi=6):
-    return RNG.integers(lo, hi, shape).astype(dtype)
+ARRAYS = RandomArrays(7, int_range=(-5, 6))
+RNG = ARRAYS.rng
+normal, ints = ARRAYS.normal, ARRAYS.ints
 
 
 # ------------------------------------------------------------------------ dense, matmul
@@ -60,7 +21,7 @@ def ints(*shape, dtype="int32", lo=-5, hi=6):
 
 @pytest.mark.parametrize("shape", [(3, 5), (5,), (2, 3, 5)])
 def test_dense_float_shapes(shape):
-    (out,) = check("nn.dense", normal(*shape), normal(4, 5), units=None)
+    (out,) = check_compute("nn.dense", [normal(*shape), normal(4, 5)], units=None)
     assert isinstance(out.op, ComputeOp) and out.op.tag == "dense"
     assert len(out.op.reduce_axis) == 1
 
@@ -68,19 +29,18 @@ def test_dense_float_shapes(shape):
 def test_dense_int8_accumulates_in_int32():
     x = ints(3, 40, dtype="int8", lo=-128, hi=128)
     w = ints(4, 40, dtype="int8", lo=-128, hi=128)
-    check("nn.dense", x, w, units=4, out_dtype="int32")
-    check("nn.dense", ints(2, 6), ints(3, 6), units=3)
+    check_compute("nn.dense", [x, w], units=4, out_dtype="int32")
+    check_compute("nn.dense", [ints(2, 6), ints(3, 6)], units=3)
 
 
 def test_dense_pack_reads_the_packed_layout():
     w = normal(8, 6)
     packed = np.ascontiguousarray(w.reshape(2, 4, 6).transpose(0, 2, 1))
-    check("nn.contrib_dense_pack", normal(3, 6), packed, units=8, weight_layout="NC4n")
+    check_compute("nn.contrib_dense_pack", [normal(3, 6), packed], units=8, weight_layout="NC4n")
     packed8 = np.ascontiguousarray(w.reshape(1, 8, 6).transpose(0, 2, 1))
-    check(
+    check_compute(
         "nn.contrib_dense_pack",
-        ints(3, 6),
-        packed8.astype("int32"),
+        [ints(3, 6), packed8.astype("int32")],
         units=None,
         weight_layout="NC8n",
     )
@@ -91,11 +51,11 @@ def test_dense_pack_reads_the_packed_layout():
 def test_matmul_transposes(ta, tb):
     a = normal(2, 5, 3) if ta else normal(2, 3, 5)
     b = normal(4, 5) if tb else normal(5, 4)
-    (out,) = check("nn.matmul", a, b, units=None, transpose_a=ta, transpose_b=tb)
+    (out,) = check_compute("nn.matmul", [a, b], units=None, transpose_a=ta, transpose_b=tb)
     assert out.op.tag == "dense"
     ai = ints(5, 3) if ta else ints(3, 5)
     bi = ints(4, 5) if tb else ints(5, 4)
-    check("nn.matmul", ai, bi, units=None, transpose_a=ta, transpose_b=tb)
+    check_compute("nn.matmul", [ai, bi], units=None, transpose_a=ta, transpose_b=tb)
 
 
 @pytest.mark.parametrize("ta", [False, True])
@@ -103,11 +63,11 @@ def test_matmul_transposes(ta, tb):
 def test_batch_matmul_transposes_and_broadcasts(ta, tb):
     a = normal(2, 5, 3) if ta else normal(2, 3, 5)
     b = normal(1, 4, 5) if tb else normal(1, 5, 4)
-    (out,) = check("nn.batch_matmul", a, b, transpose_a=ta, transpose_b=tb)
+    (out,) = check_compute("nn.batch_matmul", [a, b], transpose_a=ta, transpose_b=tb)
     assert out.op.tag == "batch_matmul"
     x = ints(1, 3, 20, dtype="int8", lo=-128, hi=128)
     y = ints(3, 20, 2, dtype="int8", lo=-128, hi=128)
-    check("nn.batch_matmul", x, y, out_dtype="int32")
+    check_compute("nn.batch_matmul", [x, y], out_dtype="int32")
 
 
 # --------------------------------------------------------------------------- activations
@@ -116,29 +76,29 @@ def test_batch_matmul_transposes_and_broadcasts(ta, tb):
 @pytest.mark.parametrize("axis", [1, -1, 0])
 def test_bias_add_axes(axis):
     x = normal(2, 3, 4)
-    check("nn.bias_add", x, normal(x.shape[axis]), axis=axis)
+    check_compute("nn.bias_add", [x, normal(x.shape[axis])], axis=axis)
     xi = ints(2, 3, 4)
-    check("nn.bias_add", xi, ints(xi.shape[axis]), axis=axis)
+    check_compute("nn.bias_add", [xi, ints(xi.shape[axis])], axis=axis)
 
 
 def test_relu_leaky_relu_prelu():
     x = normal(3, 4)
     x[0, 0] = np.nan
-    check("nn.relu", x)
-    check("nn.relu", ints(3, 4))
-    check("nn.leaky_relu", normal(3, 4), alpha=0.1)
-    check("nn.leaky_relu", ints(3, 4), alpha=2.7)
-    check("nn.prelu", normal(2, 3, 4), normal(3), axis=1)
-    check("nn.prelu", normal(2, 3, 4), normal(4), axis=-1)
-    check("nn.prelu", ints(2, 3), ints(3), axis=1)
+    check_compute("nn.relu", [x])
+    check_compute("nn.relu", [ints(3, 4)])
+    check_compute("nn.leaky_relu", [normal(3, 4)], alpha=0.1)
+    check_compute("nn.leaky_relu", [ints(3, 4)], alpha=2.7)
+    check_compute("nn.prelu", [normal(2, 3, 4), normal(3)], axis=1)
+    check_compute("nn.prelu", [normal(2, 3, 4), normal(4)], axis=-1)
+    check_compute("nn.prelu", [ints(2, 3), ints(3)], axis=1)
 
 
 @pytest.mark.parametrize("name", ["nn.softmax", "nn.fast_softmax", "nn.log_softmax"])
 @pytest.mark.parametrize("axis", [-1, 0, 1])
 def test_softmax_family(name, axis):
-    (out,) = check(name, normal(3, 4, 5) * 4, axis=axis)
+    (out,) = check_compute(name, [normal(3, 4, 5) * 4], axis=axis)
     assert "softmax" in out.op.tag
-    check(name, normal(6, dtype="float64"), axis=0)
+    check_compute(name, [normal(6, dtype="float64")], axis=0)
 
 
 # ------------------------------------------------------------------------- normalization
@@ -151,13 +111,9 @@ def test_batch_norm_three_outputs(axis, center, scale):
     x = normal(2, 3, 4)
     c = x.shape[axis]
     var = np.abs(normal(c)) + 0.1
-    outs = check(
+    outs = check_compute(
         "nn.batch_norm",
-        x,
-        normal(c),
-        normal(c),
-        normal(c),
-        var,
+        [x, normal(c), normal(c), normal(c), var],
         axis=axis,
         epsilon=1e-3,
         center=center,
@@ -170,53 +126,53 @@ def test_batch_norm_three_outputs(axis, center, scale):
 def test_layer_norm_axes(axis):
     x = normal(3, 4, 5) * 3 + 1
     c = x.shape[axis]
-    check("nn.layer_norm", x, normal(c), normal(c), axis=axis, epsilon=1e-5)
-    check("nn.layer_norm", x, normal(c), normal(c), axis=axis, center=False, scale=False)
+    check_compute("nn.layer_norm", [x, normal(c), normal(c)], axis=axis, epsilon=1e-5)
+    check_compute("nn.layer_norm", [x, normal(c), normal(c)], axis=axis, center=False, scale=False)
 
 
 @pytest.mark.parametrize("axis", [1, -1])
 def test_instance_norm(axis):
     x = normal(2, 3, 4, 5)
     c = x.shape[axis]
-    check("nn.instance_norm", x, normal(c), normal(c), axis=axis, epsilon=1e-5)
-    check("nn.instance_norm", normal(2, 3, 4), normal(3), normal(3), axis=1, scale=False)
+    check_compute("nn.instance_norm", [x, normal(c), normal(c)], axis=axis, epsilon=1e-5)
+    check_compute("nn.instance_norm", [normal(2, 3, 4), normal(3), normal(3)], axis=1, scale=False)
 
 
 @pytest.mark.parametrize(("groups", "axis"), [(2, 1), (3, 1), (1, 1), (2, -1)])
 def test_group_norm(groups, axis):
     x = normal(2, 6, 3, 6)
-    check("nn.group_norm", x, normal(6), normal(6), num_groups=groups, axis=axis)
+    check_compute("nn.group_norm", [x, normal(6), normal(6)], num_groups=groups, axis=axis)
 
 
 @pytest.mark.parametrize("axes", [[1], [0, 2], [-1], [0, 1, 2]])
 def test_l2_normalize(axes):
-    check("nn.l2_normalize", normal(2, 3, 4), eps=1e-3, axis=axes)
-    check("nn.l2_normalize", normal(2, 3, 4) * 1e-3, eps=0.5, axis=axes)
+    check_compute("nn.l2_normalize", [normal(2, 3, 4)], eps=1e-3, axis=axes)
+    check_compute("nn.l2_normalize", [normal(2, 3, 4) * 1e-3], eps=0.5, axis=axes)
 
 
 def test_dropout_is_identity_with_a_mask():
-    outs = check("nn.dropout", normal(2, 3), rate=0.3)
+    outs = check_compute("nn.dropout", [normal(2, 3)], rate=0.3)
     assert len(outs) == 2
 
 
 @pytest.mark.parametrize(("size", "axis"), [(5, 1), (3, 1), (4, -1), (1, 1)])
 def test_lrn(size, axis):
     x = normal(2, 6, 3)
-    check("nn.lrn", x, size=size, axis=axis, bias=2.0, alpha=1e-2, beta=0.75)
+    check_compute("nn.lrn", [x], size=size, axis=axis, bias=2.0, alpha=1e-2, beta=0.75)
 
 
 def test_batch_flatten():
-    check("nn.batch_flatten", normal(2, 3, 4, 5))
-    check("nn.batch_flatten", ints(3, 4))
-    check("nn.batch_flatten", ints(3))
+    check_compute("nn.batch_flatten", [normal(2, 3, 4, 5)])
+    check_compute("nn.batch_flatten", [ints(3, 4)])
+    check_compute("nn.batch_flatten", [ints(3)])
 
 
 def test_cross_entropy():
     x = np.abs(normal(3, 4)) + 0.1
     y = np.eye(4, dtype="float32")[[0, 2, 3]]
-    (out,) = check("nn.cross_entropy", x, y)
+    (out,) = check_compute("nn.cross_entropy", [x, y])
     assert out.shape == ()
-    check("nn.cross_entropy_with_logits", normal(3, 4), y)
+    check_compute("nn.cross_entropy_with_logits", [normal(3, 4), y])
 
 
 @pytest.mark.parametrize(("axis", "data_len"), [(0, 1), (1, 2), (1, 3), (-1, 3)])
@@ -224,8 +180,8 @@ def test_fifo_buffer(axis, data_len):
     buf_shape = [4, 4]
     data_shape = list(buf_shape)
     data_shape[axis] = data_len
-    check("nn.fifo_buffer", normal(*data_shape), normal(*buf_shape), axis=axis)
-    check("nn.fifo_buffer", ints(*data_shape), ints(*buf_shape), axis=axis)
+    check_compute("nn.fifo_buffer", [normal(*data_shape), normal(*buf_shape)], axis=axis)
+    check_compute("nn.fifo_buffer", [ints(*data_shape), ints(*buf_shape)], axis=axis)
 
 
 # ------------------------------------------------------------------------------- padding
@@ -234,18 +190,22 @@ def test_fifo_buffer(axis, data_len):
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
 def test_pad_modes(mode):
     width = [[1, 2], [0, 0], [2, 1]]
-    check("nn.pad", normal(3, 3, 4), np.asarray(1.5, "float32"), pad_width=width, pad_mode=mode)
-    check("nn.pad", ints(3, 4), np.asarray(7, "int32"), pad_width=[[2, 1], [3, 0]], pad_mode=mode)
+    check_compute(
+        "nn.pad", [normal(3, 3, 4), np.asarray(1.5, "float32")], pad_width=width, pad_mode=mode
+    )
+    check_compute(
+        "nn.pad", [ints(3, 4), np.asarray(7, "int32")], pad_width=[[2, 1], [3, 0]], pad_mode=mode
+    )
 
 
 def test_pad_with_no_padding_is_a_copy():
-    check("nn.pad", normal(2, 3), np.asarray(0.0, "float32"), pad_width=[[0, 0], [0, 0]])
+    check_compute("nn.pad", [normal(2, 3), np.asarray(0.0, "float32")], pad_width=[[0, 0], [0, 0]])
 
 
 @pytest.mark.parametrize("mode", ["SYMMETRIC", "REFLECT"])
 def test_mirror_pad(mode):
-    check("nn.mirror_pad", normal(3, 4), mode=mode, pad_width=[[2, 1], [0, 3]])
-    check("nn.mirror_pad", ints(1, 3, 4), mode=mode, pad_width=[[0, 0], [1, 1], [2, 2]])
+    check_compute("nn.mirror_pad", [normal(3, 4)], mode=mode, pad_width=[[2, 1], [0, 3]])
+    check_compute("nn.mirror_pad", [ints(1, 3, 4)], mode=mode, pad_width=[[0, 0], [1, 1], [2, 2]])
 
 
 # -------------------------------------------------------------------- depth <-> space
@@ -255,11 +215,11 @@ def test_mirror_pad(mode):
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_depth_to_space_and_back(mode, layout):
     shape = (2, 8, 3, 2) if layout == "NCHW" else (2, 3, 2, 8)
-    check("nn.depth_to_space", normal(*shape), block_size=2, layout=layout, mode=mode)
-    check("nn.depth_to_space", ints(*shape), block_size=2, layout=layout, mode=mode)
+    check_compute("nn.depth_to_space", [normal(*shape)], block_size=2, layout=layout, mode=mode)
+    check_compute("nn.depth_to_space", [ints(*shape)], block_size=2, layout=layout, mode=mode)
     shape2 = (1, 3, 4, 6) if layout == "NCHW" else (1, 4, 6, 3)
-    check("nn.space_to_depth", normal(*shape2), block_size=2, layout=layout, mode=mode)
-    check("nn.space_to_depth", ints(*shape2), block_size=2, layout=layout, mode=mode)
+    check_compute("nn.space_to_depth", [normal(*shape2)], block_size=2, layout=layout, mode=mode)
+    check_compute("nn.space_to_depth", [ints(*shape2)], block_size=2, layout=layout, mode=mode)
 
 
 # ---------------------------------------------------------------------- layout helpers

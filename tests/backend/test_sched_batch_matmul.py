@@ -4,49 +4,20 @@ shapes no tile divides, few rows (GEMV form) and an element-wise tail."""
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
-from relay.backend.codegen import aligned_copy, compile_module
-from relay.backend.lower.computes import compute_for
-from relay.backend.lower.lower_func import schedule_outputs
 from relay.backend.lower.target import Target
 from relay.backend.runtime.op_impls import implementation_for
-from relay.backend.te import lower, placeholder
-from relay.backend.tir.transform import lower_pipeline
+from relay.backend.te import placeholder
 from relay.lang import get_op
-from relay.lang.types import TensorType
-from relay.testing.relations import op_call_type
+from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
 
 RNG = np.random.default_rng(5)
 
 
-def apply(name, inputs, **attrs):
-    """The compute of operator `name` on TE `inputs` (its one output) and its attrs."""
-    op = get_op(name)
-    op_attrs = op.make_attrs(**attrs) if op.attrs_schema is not None else None
-    types = [TensorType(tuple(int(d.value) for d in t.shape), t.dtype) for t in inputs]
-    out_type = op_call_type(name, *types, **attrs)
-    (out,) = compute_for(op)(op_attrs, list(inputs), out_type)
-    return out, op_attrs
-
-
-def run_kernel(inputs, outputs, arrays, target=None):
-    """Schedule, lower, compile and run; returns (output arrays, schedule)."""
-    s, _ = schedule_outputs(outputs, target)
-    func = lower_pipeline(lower(s, list(inputs) + list(outputs), "kernel"))
-    fn = compile_module([func]).get("kernel")
-    ins = [aligned_copy(a) for a in arrays]
-    outs = [aligned_copy(np.zeros([int(d.value) for d in t.shape], t.dtype)) for t in outputs]
-    fn(*(ctypes.c_void_p(a.ctypes.data) for a in ins + outs))
-    return outs, s
-
-
 def assert_close(got, want):
-    assert got.shape == want.shape and got.dtype == want.dtype
-    scale = float(np.max(np.abs(want), initial=1.0))
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6 * scale)
+    """Floats to 1e-5 relative plus 2e-6 of the largest magnitude; integers exactly."""
+    assert_matches(got, want, atol_scale=2e-6)
 
 
 def bmm_case(batch, m, n, k, ta=False, tb=True, a_batch=None, b_batch=None, target=None):
@@ -56,10 +27,10 @@ def bmm_case(batch, m, n, k, ta=False, tb=True, a_batch=None, b_batch=None, targ
     b_shape = (bb, n, k) if tb else (bb, k, n)
     a = placeholder(a_shape, "float32", "a")
     b = placeholder(b_shape, "float32", "b")
-    out, attrs = apply("nn.batch_matmul", [a, b], transpose_a=ta, transpose_b=tb)
+    out, attrs = apply_compute("nn.batch_matmul", [a, b], transpose_a=ta, transpose_b=tb)
     aa = RNG.normal(size=a_shape).astype("f4")
     ba = RNG.normal(size=b_shape).astype("f4")
-    (got,), s = run_kernel([a, b], [out], [aa, ba], target)
+    (got,), s = run_default_schedule([a, b], [out], [aa, ba], target)
     want = implementation_for(get_op("nn.batch_matmul"))([aa, ba], attrs)
     return got, want, s
 
@@ -97,11 +68,13 @@ def test_batch_matmul_few_rows_uses_the_gemv_form():
 def test_batch_matmul_parallel_over_batches_and_a_tail():
     a = placeholder((6, 24, 40), "float32", "a")
     b = placeholder((6, 50, 40), "float32", "b")
-    mm, attrs = apply("nn.batch_matmul", [a, b], transpose_a=False, transpose_b=True)
-    scaled, _ = apply("nn.relu", [mm])
+    mm, attrs = apply_compute("nn.batch_matmul", [a, b], transpose_a=False, transpose_b=True)
+    scaled, _ = apply_compute("nn.relu", [mm])
     aa = RNG.normal(size=(6, 24, 40)).astype("f4")
     ba = RNG.normal(size=(6, 50, 40)).astype("f4")
-    (got,), s = run_kernel([a, b], [scaled], [aa, ba], Target(vector_bits=512, num_threads=2))
+    (got,), s = run_default_schedule(
+        [a, b], [scaled], [aa, ba], Target(vector_bits=512, num_threads=2)
+    )
     want = np.maximum(implementation_for(get_op("nn.batch_matmul"))([aa, ba], attrs), 0)
     assert_close(got, want)
     text = str(s.trace)

@@ -5,14 +5,10 @@ strides 1 and 2, dilation, padding, sizes no block divides, batch 3, element-wis
 
 from __future__ import annotations
 
-import ctypes
 import re
 
 import numpy as np
 import pytest
-from relay.backend.codegen import aligned_copy, compile_module
-from relay.backend.lower.computes import compute_for
-from relay.backend.lower.lower_func import schedule_outputs
 from relay.backend.lower.schedules import conv2d as conv2d_schedules
 from relay.backend.lower.schedules.conv2d import (
     analyze_conv,
@@ -22,43 +18,16 @@ from relay.backend.lower.schedules.conv2d import (
 )
 from relay.backend.lower.target import Target, host_target
 from relay.backend.runtime.op_impls import implementation_for
-from relay.backend.te import lower, placeholder
-from relay.backend.tir.transform import lower_pipeline
+from relay.backend.te import placeholder
 from relay.lang import get_op
-from relay.lang.types import TensorType
-from relay.testing.relations import op_call_type
+from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
 
 RNG = np.random.default_rng(3)
 
 
-def apply(name, inputs, **attrs):
-    """The compute of operator `name` on TE `inputs` (its one output) and its attrs."""
-    op = get_op(name)
-    op_attrs = op.make_attrs(**attrs) if op.attrs_schema is not None else None
-    types = [TensorType(tuple(int(d.value) for d in t.shape), t.dtype) for t in inputs]
-    out_type = op_call_type(name, *types, **attrs)
-    (out,) = compute_for(op)(op_attrs, list(inputs), out_type)
-    return out, op_attrs
-
-
-def run_kernel(inputs, outputs, arrays, target=None):
-    """Schedule, lower, compile and run; returns (output arrays, schedule)."""
-    s, _ = schedule_outputs(outputs, target)
-    func = lower_pipeline(lower(s, list(inputs) + list(outputs), "kernel"))
-    fn = compile_module([func]).get("kernel")
-    ins = [aligned_copy(a) for a in arrays]
-    outs = [aligned_copy(np.zeros([int(d.value) for d in t.shape], t.dtype)) for t in outputs]
-    fn(*(ctypes.c_void_p(a.ctypes.data) for a in ins + outs))
-    return outs, s
-
-
 def assert_close(got, want):
-    assert got.shape == want.shape and got.dtype == want.dtype
-    if want.dtype.kind == "f":
-        scale = float(np.max(np.abs(want), initial=1.0))
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6 * scale)
-    else:
-        np.testing.assert_array_equal(got, want)
+    """Floats to 1e-5 relative plus 2e-6 of the largest magnitude; integers exactly."""
+    assert_matches(got, want, atol_scale=2e-6)
 
 
 def conv_case(
@@ -74,7 +43,7 @@ def conv_case(
         extra = {"data_layout": "NHWC", "kernel_layout": "HWIO"}
     x = placeholder(dshape, dtype, "x")
     wt = placeholder(wshape, dtype, "w")
-    conv, attrs = apply(
+    conv, attrs = apply_compute(
         "nn.conv2d", [x, wt], strides=(stride, stride), padding=(pad, pad),
         dilation=(dil, dil), groups=groups, channels=oc, kernel_size=(kh, kw),
         out_dtype=out_dtype, **extra,
@@ -89,14 +58,14 @@ def conv_case(
     inputs, arrays, out = [x, wt], [xa, wa], conv
     if tail:
         b = placeholder((oc,), str(want.dtype), "b")
-        biased, _ = apply("nn.bias_add", [conv, b], axis=caxis)
-        out, _ = apply("nn.relu", [biased])
+        biased, _ = apply_compute("nn.bias_add", [conv, b], axis=caxis)
+        out, _ = apply_compute("nn.relu", [biased])
         ba = RNG.normal(size=(oc,)).astype(want.dtype)
         inputs, arrays = [*inputs, b], [*arrays, ba]
         shape = [1] * 4
         shape[caxis] = oc
         want = np.maximum(want + ba.reshape(shape), 0)
-    (got,), s = run_kernel(inputs, [out], arrays, target)
+    (got,), s = run_default_schedule(inputs, [out], arrays, target)
     return got, want, s
 
 
@@ -227,17 +196,19 @@ def test_conv2d_residual_block_tail():
     w = placeholder((16, 8, 3, 3), "float32", "w")
     b = placeholder((16,), "float32", "b")
     ident = placeholder((2, 16, 10, 10), "float32", "ident")
-    conv, attrs = apply("nn.conv2d", [x, w], padding=(1, 1), channels=16, kernel_size=(3, 3))
-    biased, _ = apply("nn.bias_add", [conv, b], axis=1)
-    summed, _ = apply("add", [biased, ident])
-    out, _ = apply("nn.relu", [summed])
+    conv, attrs = apply_compute(
+        "nn.conv2d", [x, w], padding=(1, 1), channels=16, kernel_size=(3, 3)
+    )
+    biased, _ = apply_compute("nn.bias_add", [conv, b], axis=1)
+    summed, _ = apply_compute("add", [biased, ident])
+    out, _ = apply_compute("nn.relu", [summed])
     arrays = [
         RNG.normal(size=(2, 8, 10, 10)).astype("f4"),
         RNG.normal(size=(16, 8, 3, 3)).astype("f4"),
         RNG.normal(size=(16,)).astype("f4"),
         RNG.normal(size=(2, 16, 10, 10)).astype("f4"),
     ]
-    (got,), _ = run_kernel([x, w, b, ident], [out], arrays)
+    (got,), _ = run_default_schedule([x, w, b, ident], [out], arrays)
     ref = implementation_for(get_op("nn.conv2d"))(arrays[:2], attrs)
     assert_close(got, np.maximum(ref + arrays[2].reshape(1, -1, 1, 1) + arrays[3], 0))
 
@@ -245,13 +216,15 @@ def test_conv2d_residual_block_tail():
 def test_conv2d_with_two_outputs():
     x = placeholder((1, 4, 8, 8), "float32", "x")
     w = placeholder((16, 4, 3, 3), "float32", "w")
-    conv, attrs = apply("nn.conv2d", [x, w], padding=(1, 1), channels=16, kernel_size=(3, 3))
-    out, _ = apply("nn.relu", [conv])
+    conv, attrs = apply_compute(
+        "nn.conv2d", [x, w], padding=(1, 1), channels=16, kernel_size=(3, 3)
+    )
+    out, _ = apply_compute("nn.relu", [conv])
     arrays = [
         RNG.normal(size=(1, 4, 8, 8)).astype("f4"),
         RNG.normal(size=(16, 4, 3, 3)).astype("f4"),
     ]
-    (gc, gr), _ = run_kernel([x, w], [conv, out], arrays)
+    (gc, gr), _ = run_default_schedule([x, w], [conv, out], arrays)
     ref = implementation_for(get_op("nn.conv2d"))(arrays, attrs)
     assert_close(gc, ref)
     assert_close(gr, np.maximum(ref, 0))
@@ -260,15 +233,15 @@ def test_conv2d_with_two_outputs():
 def test_analysis_and_blocking():
     x = placeholder((1, 8, 9, 9), "float32", "x")
     w = placeholder((32, 8, 3, 3), "float32", "w")
-    conv, _ = apply("nn.conv2d", [x, w], strides=(2, 2), padding=(1, 1), channels=32,
-                    kernel_size=(3, 3))  # fmt: skip
+    conv, _ = apply_compute("nn.conv2d", [x, w], strides=(2, 2), padding=(1, 1), channels=32,
+                            kernel_size=(3, 3))  # fmt: skip
     c = analyze_conv(conv.op)
     assert c is not None
     assert c.weight is w and c.strides == (2, 2) and c.out_shape == (1, 32, 5, 5)
     assert channel_vector_ok(c, 16) and channel_vector_ok(c, 64)  # one group: any width
     wg = placeholder((32, 4, 3, 3), "float32", "wg")
-    grouped, _ = apply("nn.conv2d", [x, wg], padding=(1, 1), channels=32, kernel_size=(3, 3),
-                       groups=2)  # fmt: skip
+    grouped, _ = apply_compute("nn.conv2d", [x, wg], padding=(1, 1), channels=32,
+                               kernel_size=(3, 3), groups=2)  # fmt: skip
     g = analyze_conv(grouped.op)
     assert g is not None and g.groups == 2
     assert channel_vector_ok(g, 16) and not channel_vector_ok(g, 32)  # 16 channels per group
@@ -288,13 +261,13 @@ def test_depthwise_with_the_multiplier_weight_form():
     """TVM's depthwise weight `(C, multiplier, KH, KW)`: output channel `c * m + j`."""
     x = placeholder((1, 4, 8, 8), "float32", "x")
     w = placeholder((4, 2, 3, 3), "float32", "w")
-    conv, attrs = apply(
+    conv, attrs = apply_compute(
         "nn.conv2d", [x, w], padding=(1, 1), groups=4, channels=8, kernel_size=(3, 3)
     )
     arrays = [
         RNG.normal(size=(1, 4, 8, 8)).astype("f4"),
         RNG.normal(size=(4, 2, 3, 3)).astype("f4"),
     ]
-    (got,), s = run_kernel([x, w], [conv], arrays)
+    (got,), s = run_default_schedule([x, w], [conv], arrays)
     assert_close(got, implementation_for(get_op("nn.conv2d"))(arrays, attrs))
     assert "conv2d_acc" in str(s.trace)  # the width form, on the compute as it is

@@ -4,13 +4,8 @@ divides, with element-wise tails, batch axes, int8 accumulation and other target
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
-from relay.backend.codegen import aligned_copy, compile_module
-from relay.backend.lower.computes import compute_for
-from relay.backend.lower.lower_func import schedule_outputs
 from relay.backend.lower.schedules.dense import (
     GEMV_MAX_ROWS,
     analyze_product,
@@ -20,35 +15,11 @@ from relay.backend.lower.schedules.dense import (
 )
 from relay.backend.lower.target import Target, host_target
 from relay.backend.runtime.op_impls import implementation_for
-from relay.backend.te import compute, create_schedule, lower, placeholder
-from relay.backend.tir.transform import lower_pipeline
+from relay.backend.te import compute, create_schedule, placeholder
 from relay.lang import get_op
-from relay.lang.types import TensorType
-from relay.testing.relations import op_call_type
+from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
 
 RNG = np.random.default_rng(11)
-
-
-def apply(name, inputs, **attrs):
-    """The compute of operator `name` on TE `inputs` (its one output) and its attrs."""
-    op = get_op(name)
-    op_attrs = op.make_attrs(**attrs) if op.attrs_schema is not None else None
-    types = [TensorType(tuple(int(d.value) for d in t.shape), t.dtype) for t in inputs]
-    out_type = op_call_type(name, *types, **attrs)
-    (out,) = compute_for(op)(op_attrs, list(inputs), out_type)
-    return out, op_attrs
-
-
-def run_kernel(inputs, outputs, arrays, target=None):
-    """Schedule `outputs` with the default schedules, lower, compile and run on `arrays`;
-    returns (output arrays, schedule)."""
-    s, _ = schedule_outputs(outputs, target)
-    func = lower_pipeline(lower(s, list(inputs) + list(outputs), "kernel"))
-    fn = compile_module([func]).get("kernel")
-    ins = [aligned_copy(a) for a in arrays]
-    outs = [aligned_copy(np.zeros([int(d.value) for d in t.shape], t.dtype)) for t in outputs]
-    fn(*(ctypes.c_void_p(a.ctypes.data) for a in ins + outs))
-    return outs, s
 
 
 def trace_text(s):
@@ -58,25 +29,21 @@ def trace_text(s):
 def dense_case(m, n, k, dtype="float32", out_dtype="", target=None, batch=()):
     x = placeholder((*batch, m, k), dtype, "x")
     w = placeholder((n, k), dtype, "w")
-    out, attrs = apply("nn.dense", [x, w], units=n, out_dtype=out_dtype)
+    out, attrs = apply_compute("nn.dense", [x, w], units=n, out_dtype=out_dtype)
     if dtype == "float32":
         xa = RNG.normal(size=(*batch, m, k)).astype(dtype)
         wa = RNG.normal(size=(n, k)).astype(dtype)
     else:
         xa = RNG.integers(-100, 100, (*batch, m, k)).astype(dtype)
         wa = RNG.integers(-100, 100, (n, k)).astype(dtype)
-    (got,), s = run_kernel([x, w], [out], [xa, wa], target)
+    (got,), s = run_default_schedule([x, w], [out], [xa, wa], target)
     want = implementation_for(get_op("nn.dense"))([xa, wa], attrs)
     return got, want, s
 
 
 def assert_close(got, want):
-    assert got.shape == want.shape and got.dtype == want.dtype
-    if want.dtype.kind == "f":
-        scale = float(np.max(np.abs(want), initial=1.0))
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6 * scale)
-    else:
-        np.testing.assert_array_equal(got, want)
+    """Floats to 1e-5 relative plus 2e-6 of the largest magnitude; integers exactly."""
+    assert_matches(got, want, atol_scale=2e-6)
 
 
 @pytest.mark.parametrize(
@@ -140,12 +107,12 @@ def test_dense_bias_relu_tail_is_computed_in_the_output_loops():
     x = placeholder((21, 30), "float32", "x")
     w = placeholder((50, 30), "float32", "w")
     b = placeholder((50,), "float32", "b")
-    d, dattrs = apply("nn.dense", [x, w], units=50)
-    db, _ = apply("nn.bias_add", [d, b], axis=1)
-    r, _ = apply("nn.relu", [db])
+    d, dattrs = apply_compute("nn.dense", [x, w], units=50)
+    db, _ = apply_compute("nn.bias_add", [d, b], axis=1)
+    r, _ = apply_compute("nn.relu", [db])
     xa, wa = RNG.normal(size=(21, 30)).astype("f4"), RNG.normal(size=(50, 30)).astype("f4")
     ba = RNG.normal(size=(50,)).astype("f4")
-    (got,), s = run_kernel([x, w, b], [r], [xa, wa, ba])
+    (got,), s = run_default_schedule([x, w, b], [r], [xa, wa, ba])
     want = np.maximum(implementation_for(get_op("nn.dense"))([xa, wa], dattrs) + ba, 0)
     assert_close(got, want)
     # the product is attached to the relu's loops; nothing but the packed weight at root
@@ -155,10 +122,10 @@ def test_dense_bias_relu_tail_is_computed_in_the_output_loops():
 def test_dense_with_two_outputs_keeps_the_product_materialized():
     x = placeholder((10, 12), "float32", "x")
     w = placeholder((20, 12), "float32", "w")
-    d, dattrs = apply("nn.dense", [x, w], units=20)
-    r, _ = apply("nn.relu", [d])
+    d, dattrs = apply_compute("nn.dense", [x, w], units=20)
+    r, _ = apply_compute("nn.relu", [d])
     xa, wa = RNG.normal(size=(10, 12)).astype("f4"), RNG.normal(size=(20, 12)).astype("f4")
-    (gd, gr), _ = run_kernel([x, w], [d, r], [xa, wa])
+    (gd, gr), _ = run_default_schedule([x, w], [d, r], [xa, wa])
     want = implementation_for(get_op("nn.dense"))([xa, wa], dattrs)
     assert_close(gd, want)
     assert_close(gr, np.maximum(want, 0))
@@ -167,10 +134,10 @@ def test_dense_with_two_outputs_keeps_the_product_materialized():
 def test_dense_followed_by_reshape_uses_the_view_at_root():
     x = placeholder((6, 8), "float32", "x")
     w = placeholder((12, 8), "float32", "w")
-    d, dattrs = apply("nn.dense", [x, w], units=12)
-    rs, _ = apply("reshape", [d], newshape=(3, 24))
+    d, dattrs = apply_compute("nn.dense", [x, w], units=12)
+    rs, _ = apply_compute("reshape", [d], newshape=(3, 24))
     xa, wa = RNG.normal(size=(6, 8)).astype("f4"), RNG.normal(size=(12, 8)).astype("f4")
-    (got,), _ = run_kernel([x, w], [rs], [xa, wa])
+    (got,), _ = run_default_schedule([x, w], [rs], [xa, wa])
     assert_close(got, implementation_for(get_op("nn.dense"))([xa, wa], dattrs).reshape(3, 24))
 
 
@@ -181,23 +148,23 @@ def test_matmul_transposes(ta, tb):
     b_shape = (n, k) if tb else (k, n)
     a = placeholder(a_shape, "float32", "a")
     b = placeholder(b_shape, "float32", "b")
-    out, attrs = apply("nn.matmul", [a, b], transpose_a=ta, transpose_b=tb)
+    out, attrs = apply_compute("nn.matmul", [a, b], transpose_a=ta, transpose_b=tb)
     aa, ba = RNG.normal(size=a_shape).astype("f4"), RNG.normal(size=b_shape).astype("f4")
-    (got,), _ = run_kernel([a, b], [out], [aa, ba])
+    (got,), _ = run_default_schedule([a, b], [out], [aa, ba])
     assert_close(got, implementation_for(get_op("nn.matmul"))([aa, ba], attrs))
 
 
 def test_analyze_product_finds_the_packable_operand():
     x = placeholder((4, 6), "float32", "x")
     w = placeholder((5, 6), "float32", "w")
-    d, _ = apply("nn.dense", [x, w], units=5)
+    d, _ = apply_compute("nn.dense", [x, w], units=5)
     p = analyze_product(d.op)
     assert p is not None and p.rhs_layout == "k" and p.rhs.producer is w
     b = placeholder((6, 5), "float32", "b")
-    mm, _ = apply("nn.matmul", [x, b], transpose_a=False, transpose_b=False)
+    mm, _ = apply_compute("nn.matmul", [x, b], transpose_a=False, transpose_b=False)
     q = analyze_product(mm.op)
     assert q is not None and q.rhs_layout == "n"
-    relu, _ = apply("nn.relu", [x])
+    relu, _ = apply_compute("nn.relu", [x])
     assert analyze_product(relu.op) is None
 
 
@@ -213,7 +180,7 @@ def test_choose_blocking_fits_the_registers():
 def test_replace_anchor_rejects_a_view_of_another_shape():
     x = placeholder((4, 6), "float32", "x")
     w = placeholder((5, 6), "float32", "w")
-    d, _ = apply("nn.dense", [x, w], units=5)
+    d, _ = apply_compute("nn.dense", [x, w], units=5)
     s = create_schedule(d)
     wrong = compute((5, 4), lambda i, j: x[j, i], name="wrong")
     with pytest.raises(ValueError, match="shape"):

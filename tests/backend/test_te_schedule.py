@@ -75,7 +75,7 @@ def test_matmul_split_reorder_vectorize_parallel(n: int, m: int, k: int) -> None
     assert kinds["j.inner.init"] == ForKind.VECTORIZED
     a, b = rand(n, k), rand(k, m)
     (c,) = run(f, a, b)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
     guarded = bool(nodes(f, IfThenElse))
     assert guarded == (n % 4 != 0 or m % 8 != 0)
 
@@ -111,7 +111,7 @@ def test_reduce_axis_innermost_unless_reordered() -> None:
     names = [fl.loop_var.name for fl in nodes(f, For)]
     assert names == ["i.init", "j.init", "k", "i", "j"]
     a, b = rand(4, 3), rand(3, 5)
-    np.testing.assert_allclose(run(f, a, b)[0], a @ b, rtol=1e-5)
+    np.testing.assert_allclose(run(f, a, b)[0], a @ b, rtol=1e-5, atol=1e-5)
 
 
 # --------------------------------------------------------------------- non-divisible splits
@@ -160,7 +160,7 @@ def test_split_of_reduce_axis_does_not_count_twice() -> None:
     _rio, _rii = s[Y].split(ri, factor=3)  # 4 = 3 + 1: the inner split overshoots
     f = te.lower(s, [X, Y])
     x = rand(3, 10)
-    np.testing.assert_allclose(run(f, x)[0], x.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(run(f, x)[0], x.sum(1), rtol=1e-5, atol=1e-5)
 
 
 def test_tile() -> None:
@@ -171,7 +171,7 @@ def test_tile() -> None:
         :2
     ] == [xo, yo]
     a, b = rand(10, 4), rand(4, 11)
-    np.testing.assert_allclose(run(te.lower(s, [A, B, C]), a, b)[0], a @ b, rtol=1e-5)
+    np.testing.assert_allclose(run(te.lower(s, [A, B, C]), a, b)[0], a @ b, rtol=1e-5, atol=1e-5)
 
 
 def test_fuse_then_split_then_parallel_vectorize() -> None:
@@ -242,7 +242,7 @@ def test_compute_at_a_reduction_loop_and_nested_attach() -> None:
     s[A2].compute_at(s[D], ro)
     f = te.lower(s, [A, B, D])
     a, b = rand(9, 7), rand(7, 6)
-    np.testing.assert_allclose(run(f, a, b)[0], (a - 0.5) @ b, rtol=1e-5)
+    np.testing.assert_allclose(run(f, a, b)[0], (a - 0.5) @ b, rtol=1e-5, atol=1e-5)
 
 
 def test_compute_inline_chain_leaves_no_intermediate_buffer() -> None:
@@ -290,7 +290,7 @@ def test_cache_read_and_cache_write_gemm() -> None:
     shapes = {a.buffer.name: [d.value for d in a.buffer.shape] for a in nodes(f, Allocate)}
     assert shapes == {"C.local": [4, 4], "A.local": [4, 3]}
     a, b = rand(13, 7), rand(7, 10)
-    np.testing.assert_allclose(run(f, a, b)[0], a @ b, rtol=1e-5)
+    np.testing.assert_allclose(run(f, a, b)[0], a @ b, rtol=1e-5, atol=1e-5)
 
 
 def test_cache_read_of_an_intermediate_for_some_readers() -> None:
