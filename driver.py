@@ -84,7 +84,7 @@ def build(
     try:
         plan = plan_graph(optimized["main"], types)
     except NotCompilable as exc:
-        return InterpretedModel(mod, str(exc))
+        return InterpretedModel(mod, exc.message)
     if dump is not None:
         dump["relay"] = optimized.astext()
     return compile_plan(plan, dump=dump)

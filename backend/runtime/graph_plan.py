@@ -169,7 +169,14 @@ def plan_graph(main: Function, types: ModuleTypes) -> GraphPlan:
         if id(node) in value_of or _is_primitive(node):
             continue
         if isinstance(node, Var):
-            raise NotCompilable(f"free variable %{node.name_hint}")
+            raise NotCompilable(
+                f"%{node.name_hint} is bound by a let, closure or match that remains after "
+                "optimization (control flow, closures and ADTs run in the interpreter)"
+            )
+        if isinstance(node, Function):
+            raise NotCompilable(
+                "@main builds a closure (control flow, closures and ADTs run in the interpreter)"
+            )
         if isinstance(node, Constant):
             ty = _static_tensor(types.type_of(node), "a constant")
             value_of[id(node)] = len(slots)
