@@ -27,7 +27,7 @@ import numpy as np
 from attrs import define, field, frozen
 
 from ...lang.diagnostics import Error, InputError
-from ...lang.dtype import numpy_dtype
+from ...lang.dtype import dtype_of_array, numpy_dtype
 from ...lang.expr import Function
 from .graph_plan import GraphPlan, OutputTree, Slot
 from .memory_plan import ALIGNMENT, MemoryPlan, plan_memory
@@ -105,8 +105,17 @@ class CompiledModel:
     _lock: threading.Lock = field(init=False, factory=threading.Lock)
     _param_ptrs: Any = field(init=False, default=None)
     _first_outputs: dict[int, np.ndarray] = field(init=False, factory=dict)
+    _input_specs: list[tuple[str, tuple[int, ...], np.dtype, str]] = field(init=False, factory=list)
+    _output_specs: list[tuple[tuple[int, ...], np.dtype]] = field(init=False, factory=list)
 
     def __attrs_post_init__(self) -> None:
+        for name, s in zip(self.plan.input_names, self.plan.input_slots):
+            slot = self.plan.slots[s]
+            shown = f"Tensor[{slot.shape}, {slot.dtype}]"
+            self._input_specs.append((name, slot.shape, numpy_dtype(slot.dtype), shown))
+        for s in self.output_slots:
+            slot = self.plan.slots[s]
+            self._output_specs.append((slot.shape, numpy_dtype(slot.dtype)))
         self._workspace = aligned_empty((max(1, self.memory.workspace_bytes),), np.dtype(np.uint8))
         self.params = tuple(_aligned_copy(np.require(p, requirements="C")) for p in self.params)
         self._param_ptrs = (ctypes.c_void_p * max(1, len(self.params)))(
@@ -137,14 +146,11 @@ class CompiledModel:
                 raise InputError(f"argument `{key}` is given twice")
             given[k] = value
         arrays = []
-        for k, name in enumerate(names):
-            slot = self.plan.slots[self.plan.input_slots[k]]
-            expected = f"Tensor[{slot.shape}, {slot.dtype}]"
+        for k, (name, shape, dt, expected) in enumerate(self._input_specs):
             if k not in given:
                 raise InputError(f"missing argument `{name}` ({expected})")
             value = given[k]
-            dt = numpy_dtype(slot.dtype)
-            if isinstance(value, (bool, int, float, np.generic)) and slot.shape == ():
+            if isinstance(value, (bool, int, float, np.generic)) and shape == ():
                 value = np.asarray(value, dtype=dt)
             if not isinstance(value, np.ndarray):
                 raise InputError(
@@ -152,12 +158,12 @@ class CompiledModel:
                 )
             if value.dtype != dt:
                 raise InputError(
-                    f"argument `{name}`: expected dtype {slot.dtype}, got {value.dtype} "
-                    f"(shape {tuple(value.shape)})"
+                    f"argument `{name}`: expected dtype {dtype_of_array(np.empty(0, dt))}, "
+                    f"got {value.dtype} (shape {tuple(value.shape)})"
                 )
-            if tuple(value.shape) != slot.shape:
+            if value.shape != shape:
                 raise InputError(
-                    f"argument `{name}`: expected shape {slot.shape}, got {tuple(value.shape)}"
+                    f"argument `{name}`: expected shape {shape}, got {tuple(value.shape)}"
                 )
             if not value.flags.c_contiguous:
                 raise InputError(
@@ -171,10 +177,7 @@ class CompiledModel:
         """Run the model on numpy inputs (by position or by `@main`'s parameter names);
         returns an array, or a tuple shaped like `@main`'s result type."""
         arrays = self._check_inputs(args, inputs)
-        outputs = [
-            aligned_empty(self.plan.slots[s].shape, numpy_dtype(self.plan.slots[s].dtype))
-            for s in self.output_slots
-        ]
+        outputs = [np.empty(shape, dt) for shape, dt in self._output_specs]
         with self._lock:
             if self.entry_name is not None:
                 in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
