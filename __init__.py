@@ -59,11 +59,14 @@ def print_expr(expr: Expr, types: dict[Expr, Type] | None = None) -> str:
     return _print_expr(expr, types)
 
 
-def build(mod: IRModule, target: str = "llvm", opt_level: int = 3) -> Any:
-    """Compile `mod`'s `@main` for `target` (`llvm` or `interp`); see `relay.driver.build`."""
+def build(
+    mod: IRModule, target: str = "llvm", opt_level: int = 3, params: Any | None = None
+) -> Any:
+    """Compile `mod`'s `@main` for `target` (`llvm` or `interp`), with `params` (name →
+    array) bound as constants; see `relay.driver.build`."""
     from .driver import build as _build
 
-    return _build(mod, target=target, opt_level=opt_level)
+    return _build(mod, target=target, opt_level=opt_level, params=params)
 
 
 def load(path: str | os.PathLike[str]) -> Any:

@@ -182,9 +182,12 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     module, _ = _parse_module(args.file)
     _global_signatures(module)
+    from .runio import load_inputs
+
+    params = load_inputs(args.params) if args.params else None
     dump: dict[str, Any] = {}
     start = time.perf_counter()
-    model = build(module, target="llvm", opt_level=args.opt_level, dump=dump)
+    model = build(module, target="llvm", opt_level=args.opt_level, params=params, dump=dump)
     took = time.perf_counter() - start
     if not getattr(model, "native", False) and not hasattr(model, "save"):
         raise Error(f"{args.file}: cannot be compiled to native code: {model.reason}")
@@ -321,6 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="compile a file to a .relaymod artifact")
     build.add_argument("file", help="a .relay file")
     build.add_argument("-o", "--output", metavar="MODEL.relaymod", help="the artifact to write")
+    build.add_argument(
+        "--params",
+        metavar="W.npz",
+        help="bind these @main parameters (weights) as constants; the rest stay inputs",
+    )
     build.add_argument(
         "-O", dest="opt_level", type=int, choices=range(4), default=3, metavar="LEVEL",
         help="opt level 0-3 (default 3)",

@@ -10,14 +10,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from attrs import frozen
 
 from .backend.runtime.compiled import CompiledModel, compile_plan
 from .backend.runtime.graph_plan import NotCompilable, plan_graph
 from .lang.attrs import FuncAttrs
-from .lang.diagnostics import Error
+from .lang.diagnostics import Error, InputError
 from .lang.module import IRModule
 
 TARGETS = ("llvm", "interp")
@@ -64,12 +66,47 @@ def optimize(mod: IRModule, opt_level: int = 3) -> IRModule:
         return standard_pipeline(opt_level)(inlined)
 
 
+def bind_params(mod: IRModule, params: Mapping[str, np.ndarray]) -> IRModule:
+    """`mod` with the `@main` parameters named in `params` replaced by those constants (they
+    leave `@main`'s signature). Each array is checked against the parameter's annotation;
+    an unknown name, a wrong shape or a wrong dtype is an `InputError` naming it."""
+    from .backend.runtime.inputs import check_input
+    from .lang.expr import Constant, Function
+    from .lang.traversal import substitute
+
+    main = mod["main"]
+    by_name = {p.name_hint: p for p in main.params}
+    mapping = {}
+    for name, value in params.items():
+        param = by_name.get(name)
+        if param is None:
+            known = ", ".join(by_name) or "none"
+            raise InputError(f"cannot bind `{name}`: @main has no such parameter ({known})")
+        checked = value
+        if param.type_annotation is not None:
+            checked = check_input(param, param.type_annotation, value, {})
+        if not isinstance(checked, np.ndarray):
+            raise InputError(f"cannot bind `{name}`: only tensors can be bound as constants")
+        mapping[param] = Constant(checked)
+    kept = [p for p in main.params if p not in mapping]
+    body = substitute(main.body, mapping)  # type: ignore[arg-type]
+    bound = Function(kept, body, main.ret_type, main.type_params, main.attrs, span=main.span)
+    return mod.with_function("main", bound)
+
+
 def build(
-    mod: IRModule, target: str = "llvm", opt_level: int = 3, dump: dict[str, Any] | None = None
+    mod: IRModule,
+    target: str = "llvm",
+    opt_level: int = 3,
+    params: Mapping[str, np.ndarray] | None = None,
+    dump: dict[str, Any] | None = None,
 ) -> CompiledModel | InterpretedModel:
     """Compile `mod`'s `@main` for `target` (`llvm`: native code for this CPU; `interp`:
-    the reference interpreter). Returns an object with `.run(**inputs)`; a compiled model
-    also has `.save(path)`. `dump`, when given, receives the text of each stage."""
+    the reference interpreter). `params` binds named parameters of `@main` as constants
+    (weights): the optimizer then folds what depends only on them (batch-norm arithmetic,
+    scale folding into convolution weights) and the compiled model takes the remaining
+    inputs. Returns an object with `.run(**inputs)`; a compiled model also has `.save(path)`.
+    `dump`, when given, receives the text of each stage."""
     from .typecheck import check_module
 
     if target not in TARGETS:
@@ -77,6 +114,8 @@ def build(
     if "main" not in mod:
         raise Error("the module has no @main function to build")
     check_module(mod)
+    if params:
+        mod = bind_params(mod, params)
     if target == "interp":
         return InterpretedModel(mod, "target interp")
     optimized = optimize(mod, opt_level)

@@ -267,3 +267,27 @@ def test_build_of_a_program_with_control_flow_says_why_it_cannot_be_compiled(tmp
     assert code == 1
     assert "cannot be compiled to native code" in err and "interpreter" in err
     assert "Traceback" not in err and not (tmp_path / "x.relaymod").exists()
+
+
+def test_build_with_bound_params_takes_only_the_remaining_inputs(tmp_path):
+    source = tmp_path / "affine.relay"
+    source.write_text(
+        '#[version = "0.0.5"]\n'
+        "def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(4, 3), float32]) {\n"
+        "  nn.dense(%x, %w)\n}\n"
+    )
+    w = np.arange(12, dtype=np.float32).reshape(4, 3)
+    x = np.ones((2, 3), np.float32)
+    np.savez(tmp_path / "w.npz", w=w)
+    np.savez(tmp_path / "x.npz", x=x)
+    artifact = tmp_path / "affine.relaymod"
+    code, _, err = relay("build", source, "--params", tmp_path / "w.npz", "-o", artifact)
+    assert code == 0, err
+    code, _, err = relay(
+        "run", artifact, "--inputs", tmp_path / "x.npz", "--output", tmp_path / "o.npz"
+    )
+    assert code == 0, err
+    with np.load(tmp_path / "o.npz") as result:
+        np.testing.assert_allclose(result["out"], x @ w.T)
+    code, _, err = relay("run", artifact, "--inputs", tmp_path / "w.npz")
+    assert code == 1 and "unexpected input `w`" in err

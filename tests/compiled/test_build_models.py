@@ -96,3 +96,22 @@ def test_memory_planning_reuses_intermediate_buffers():
     module, _ = _model_and_inputs("resnet18")
     model = build(module)
     assert model.stats.saved_bytes > model.stats.workspace_bytes
+
+
+def test_binding_the_weights_as_constants_folds_them_and_still_agrees():
+    module, inputs = _model_and_inputs("mobilenet_v2")
+    data = module["main"].params[0].name_hint
+    weights = {k: v for k, v in inputs.items() if k != data}
+    unbound = build(module)
+    bound = build(module, params=weights)
+    assert bound.native and bound.input_names == (data,)
+    assert bound.stats.kernels < unbound.stats.kernels  # parameter-only groups folded away
+    _assert_close(bound.run(**{data: inputs[data]}), interpret(module, **inputs))
+
+
+def test_binding_an_unknown_or_ill_shaped_parameter_is_an_error_naming_it():
+    module, inputs = _model_and_inputs("mlp")
+    with pytest.raises(relay.Error, match="cannot bind `nope`"):
+        build(module, params={"nope": inputs["fc1_bias"]})
+    with pytest.raises(relay.Error, match="fc1_bias"):
+        build(module, params={"fc1_bias": inputs["fc2_bias"]})
