@@ -178,7 +178,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     """Compile a file to a `.relaymod` artifact that `relay run` loads without recompiling."""
     import time
 
-    from .driver import build
+    from .driver import InterpretedModel, build
 
     module, _ = _parse_module(args.file)
     _global_signatures(module)
@@ -189,11 +189,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     model = build(module, target="llvm", opt_level=args.opt_level, params=params, dump=dump)
     took = time.perf_counter() - start
-    if not getattr(model, "native", False) and not hasattr(model, "save"):
+    if isinstance(model, InterpretedModel):
         raise Error(f"{args.file}: cannot be compiled to native code: {model.reason}")
     output = args.output or os.path.splitext(args.file)[0] + ".relaymod"
-    model.save(output)  # type: ignore[union-attr]
-    stats = model.stats  # type: ignore[union-attr]
+    model.save(output)
+    stats = model.stats
     print(
         f"wrote {output}: {stats.kernels} kernels ({stats.fallback_kernels} interpreted), "
         f"workspace {stats.workspace_bytes / 1e6:.2f} MB ({stats.saved_bytes / 1e6:.2f} MB saved "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -54,6 +54,25 @@ def random_input(name: str, annotation: object, rng: np.random.Generator) -> np.
     return rng.integers(low, high, size=shape, endpoint=True).astype(dtype)
 
 
+def _complete(
+    params: Sequence[tuple[str, object]], given: Mapping[str, np.ndarray], seed: int, owner: str
+) -> dict[str, np.ndarray]:
+    """`given` plus seeded random data for each `(name, type)` of `params` it lacks."""
+    names = [name for name, _ in params]
+    for key in given:
+        if key not in names:
+            raise InputError(
+                f"unexpected input `{key}` in the inputs file "
+                f"({owner}: {', '.join(names) or 'none'})"
+            )
+    rng = np.random.default_rng(seed)
+    result = dict(given)
+    for name, annotation in params:
+        if name not in result:
+            result[name] = random_input(name, annotation, rng)
+    return result
+
+
 def complete_inputs(
     main: Function, given: Mapping[str, np.ndarray], seed: int = 0
 ) -> dict[str, np.ndarray]:
@@ -61,19 +80,8 @@ def complete_inputs(
 
     An input whose name is not a parameter is an `InputError` naming it and the parameters.
     """
-    names = [p.name_hint for p in main.params]
-    for key in given:
-        if key not in names:
-            raise InputError(
-                f"unexpected input `{key}` in the inputs file "
-                f"(parameters of @main: {', '.join(names) or 'none'})"
-            )
-    rng = np.random.default_rng(seed)
-    result = dict(given)
-    for param in main.params:
-        if param.name_hint not in result:
-            result[param.name_hint] = random_input(param.name_hint, param.type_annotation, rng)
-    return result
+    params = [(p.name_hint, p.type_annotation) for p in main.params]
+    return _complete(params, given, seed, "parameters of @main")
 
 
 def random_inputs_for_slots(
@@ -82,20 +90,11 @@ def random_inputs_for_slots(
     """Like `complete_inputs`, for a loaded compiled model (inputs named by its plan); the
     same seed gives the same data as for the `.relay` file it was built from."""
     plan = model.plan  # type: ignore[attr-defined]
-    names = list(plan.input_names)
-    for key in given:
-        if key not in names:
-            raise InputError(
-                f"unexpected input `{key}` in the inputs file "
-                f"(inputs of the model: {', '.join(names) or 'none'})"
-            )
-    rng = np.random.default_rng(seed)
-    result = dict(given)
-    for name, slot_index in zip(names, plan.input_slots):
+    params: list[tuple[str, object]] = []
+    for name, slot_index in zip(plan.input_names, plan.input_slots):
         slot = plan.slots[slot_index]
-        if name not in result:
-            result[name] = random_input(name, TensorType(slot.shape, slot.dtype), rng)
-    return result
+        params.append((name, TensorType(slot.shape, slot.dtype)))
+    return _complete(params, given, seed, "inputs of the model")
 
 
 def flatten_outputs(value: object) -> dict[str, np.ndarray]:

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -29,30 +29,11 @@ from attrs import define, field, frozen
 from ...lang.diagnostics import Error, InputError
 from ...lang.dtype import dtype_of_array, numpy_dtype
 from ...lang.expr import Function
-from .graph_plan import GraphPlan, OutputTree, Slot
-from .memory_plan import ALIGNMENT, MemoryPlan, plan_memory
+from .graph_plan import GraphPlan, OutputTree, Slot, flatten_tree
+from .memory_plan import MemoryPlan, plan_memory
 
 ARTIFACT_FORMAT = "relaymod-1"
 """The format tag of saved artifacts; `load` refuses other formats."""
-
-
-def aligned_empty(shape: Sequence[int], dtype: np.dtype | str) -> np.ndarray:
-    """An uninitialized C-contiguous array whose data starts on a 64-byte boundary."""
-    dt = np.dtype(dtype)
-    nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * dt.itemsize)
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    start = (-raw.ctypes.data) % ALIGNMENT
-    return (
-        raw[start : start + nbytes].view(dt)[: int(np.prod(shape, dtype=np.int64))].reshape(shape)
-    )
-
-
-def _aligned_copy(array: np.ndarray) -> np.ndarray:
-    if array.ctypes.data % ALIGNMENT == 0:
-        return array
-    out = aligned_empty(array.shape, array.dtype)
-    out[...] = array
-    return out
 
 
 @frozen
@@ -76,7 +57,8 @@ class CompileStats:
     saved_bytes: int
 
 
-def _ref_for(plan: GraphPlan, memory: MemoryPlan, slot_kind: dict[int, tuple[str, int]], s: int):  # type: ignore[no-untyped-def]
+def _ref_for(memory: MemoryPlan, slot_kind: dict[int, tuple[str, int]], s: int):  # type: ignore[no-untyped-def]
+    """Where the native entry finds slot `s`: an input, output, parameter or workspace offset."""
     from ..codegen.entry import BufferRef
 
     kind, index = slot_kind[s]
@@ -104,7 +86,6 @@ class CompiledModel:
     _workspace: np.ndarray = field(init=False)
     _lock: threading.Lock = field(init=False, factory=threading.Lock)
     _param_ptrs: Any = field(init=False, default=None)
-    _first_outputs: dict[int, np.ndarray] = field(init=False, factory=dict)
     _input_specs: list[tuple[str, tuple[int, ...], np.dtype, str]] = field(init=False, factory=list)
     _output_specs: list[tuple[tuple[int, ...], np.dtype]] = field(init=False, factory=list)
 
@@ -116,8 +97,12 @@ class CompiledModel:
         for s in self.output_slots:
             slot = self.plan.slots[s]
             self._output_specs.append((slot.shape, numpy_dtype(slot.dtype)))
-        self._workspace = aligned_empty((max(1, self.memory.workspace_bytes),), np.dtype(np.uint8))
-        self.params = tuple(_aligned_copy(np.require(p, requirements="C")) for p in self.params)
+        from ..codegen.compile import aligned_empty
+
+        # Workspace offsets are multiples of 64 bytes from a 64-byte aligned base; parameters,
+        # like inputs, need only element alignment.
+        self._workspace = aligned_empty((max(1, self.memory.workspace_bytes),), np.uint8)
+        self.params = tuple(np.require(p, requirements="C") for p in self.params)
         self._param_ptrs = (ctypes.c_void_p * max(1, len(self.params)))(
             *[p.ctypes.data for p in self.params]
         )
@@ -192,9 +177,8 @@ class CompiledModel:
                 )
             else:
                 self._run_steps(arrays, outputs)
-            values: dict[int, np.ndarray] = dict(zip(self.output_slots, outputs))
-            self._first_outputs = dict(values)
-            return self._result(self.plan.output, arrays, values)
+            by_slot = dict(zip(self.output_slots, outputs))
+            return self._result(self.plan.output, arrays, by_slot, set())
 
     def _slot_array(
         self, s: int, arrays: list[np.ndarray], outputs: dict[int, np.ndarray]
@@ -226,19 +210,21 @@ class CompiledModel:
             self.library.get(info.name)(*[ctypes.c_void_p(p) for p in ptrs])
 
     def _result(
-        self, tree: OutputTree, arrays: list[np.ndarray], outputs: dict[int, np.ndarray]
+        self,
+        tree: OutputTree,
+        arrays: list[np.ndarray],
+        outputs: dict[int, np.ndarray],
+        handed: set[int],
     ) -> Any:
         """The result shaped like `tree`: a kernel output the first time its slot appears,
         a copy for inputs, parameters and repeated slots (results never alias)."""
         if isinstance(tree, int):
-            handed = outputs.get(tree)
-            if handed is not None:
-                outputs[tree] = None  # type: ignore[assignment]
-                return handed
-            if tree in outputs:
-                return self._slot_array(tree, arrays, self._first_outputs).copy()
-            return self._slot_array(tree, arrays, {}).copy()
-        return tuple(self._result(t, arrays, outputs) for t in tree)
+            array = self._slot_array(tree, arrays, outputs)
+            if tree in outputs and tree not in handed:
+                handed.add(tree)
+                return array
+            return array.copy()
+        return tuple(self._result(t, arrays, outputs, handed) for t in tree)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the artifact: object code, plan and parameters in one zip file."""
@@ -382,7 +368,7 @@ def compile_plan(
     point; `dump`, when given, receives what each stage produced (`te`, `tir`, `llvm`,
     `asm`) as text."""
     from ..codegen.compile import compile_module
-    from ..codegen.entry import EntryPlan, KernelCall
+    from ..codegen.entry import BufferRef, EntryPlan, KernelCall
     from ..lower.lower_func import LoweringError, lower_primitive
     from ..lower.target import host_target
     from ..tir.printer import astext as tir_text
@@ -415,9 +401,7 @@ def compile_plan(
 
     slot_kind: dict[int, tuple[str, int]] = {}
     output_slots: list[int] = []
-    from .graph_plan import _flatten_tree
-
-    for s in _flatten_tree(plan.output):
+    for s in flatten_tree(plan.output):
         if plan.slots[s].kind == "kernel" and s not in slot_kind:
             slot_kind[s] = ("output", len(output_slots))
             output_slots.append(s)
@@ -449,11 +433,9 @@ def compile_plan(
         calls = []
         for st in plan.steps:
             info = infos[st.kernel]
-            refs = [_ref_for(plan, memory, slot_kind, s) for s in st.inputs]
-            from ..codegen.entry import BufferRef
-
+            refs = [_ref_for(memory, slot_kind, s) for s in st.inputs]
             refs += [BufferRef("param", p) for p in info.lifted]
-            refs += [_ref_for(plan, memory, slot_kind, s) for s in st.outputs]
+            refs += [_ref_for(memory, slot_kind, s) for s in st.outputs]
             calls.append(KernelCall(info.name, tuple(refs)))
         entry = EntryPlan(f"{name}_main", tuple(calls))
     start = time.perf_counter()

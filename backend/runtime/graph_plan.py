@@ -83,7 +83,8 @@ def _is_primitive(e: Expr) -> bool:
     return isinstance(e, Function) and e.attrs is not None and bool(e.attrs.get("Primitive"))
 
 
-def _flatten_tree(tree: OutputTree) -> list[int]:
+def flatten_tree(tree: OutputTree) -> list[int]:
+    """The slot indices of a (nested tuple) tree, depth first."""
     out: list[int] = []
     stack = [tree]
     while stack:
@@ -192,7 +193,7 @@ def plan_graph(main: Function, types: ModuleTypes) -> GraphPlan:
         elif isinstance(node, Call) and _is_primitive(node.op):
             args: list[int] = []
             for a in node.args:
-                args.extend(_flatten_tree(value_of[id(a)]))
+                args.extend(flatten_tree(value_of[id(a)]))
             result_type = types.type_of(node)
             outs = []
             for t in _result_slots(result_type, "a fused kernel's result"):
