@@ -7,9 +7,11 @@ The public API:
 * `IRModule.astext()` and `relay.print_expr(expr)` — back to canonical text.
 * The IR nodes (`relay.Var`, `relay.Call`, `relay.Function`, `relay.TensorType`, ...) and
   `relay.structural_equal` / `relay.structural_hash`.
-* `relay.build(mod, target="llvm", opt_level=3)` — a model compiled to native code, with
-  `.run(**inputs)` and `.save(path)`; `relay.load(path)` loads a saved one;
-  `relay.interpret(mod, **inputs)` runs the reference interpreter.
+* `relay.build(mod, target="llvm -num-threads=2", opt_level=3)` — a model compiled to
+  native code for a target (a string or a `relay.Target`; the build runs under the current
+  `PassContext`), with `.run(**inputs)` and `.save(path)`; `relay.load(path)` loads a
+  saved one; `relay.interpret(mod, **inputs)` runs the reference interpreter.
+* `relay.Target` — a target as a value: `Target.parse(text)`, `Target.host()`, `str(t)`.
 * `relay.Error` — the base of every diagnosed user error.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from .backend.target import Target
 from .lang import *  # noqa: F403
 from .lang import Error, Expr, IRModule
 
@@ -60,20 +63,26 @@ def print_expr(expr: Expr, types: dict[Expr, Type] | None = None) -> str:
 
 
 def build(
-    mod: IRModule, target: str = "llvm", opt_level: int = 3, params: Any | None = None
+    mod: IRModule,
+    target: str | Target | None = None,
+    opt_level: int | None = None,
+    params: Any | None = None,
 ) -> Any:
-    """Compile `mod`'s `@main` for `target` (`llvm` or `interp`), with `params` (name →
-    array) bound as constants; see `relay.driver.build`."""
+    """Compile `mod`'s `@main` for `target` (a `Target`, or a string such as
+    `"llvm -mcpu=znver4 -num-threads=2"` or `"interp"`; default `llvm` for this machine),
+    under the current `PassContext` (`opt_level` overrides its opt level), with `params`
+    (name → array) bound as constants; see `relay.driver.build`."""
     from .driver import build as _build
 
     return _build(mod, target=target, opt_level=opt_level, params=params)
 
 
-def load(path: str | os.PathLike[str]) -> Any:
-    """A compiled model saved with `.save(path)`, loaded without recompiling."""
-    from .backend.runtime.compiled import load as _load
+def load(path: str | os.PathLike[str], num_threads: int | None = None) -> Any:
+    """A compiled model saved with `.save(path)`, loaded without recompiling, for the target
+    stored in it (`num_threads` replaces the stored thread count)."""
+    from .backend.build.artifact import load_artifact
 
-    return _load(path)
+    return load_artifact(path, num_threads=num_threads)
 
 
 def interpret(mod: IRModule, *args: Any, **inputs: Any) -> Any:
@@ -86,6 +95,7 @@ def interpret(mod: IRModule, *args: Any, **inputs: Any) -> Any:
 __all__ = [
     "Error",
     "IRModule",
+    "Target",
     "build",
     "interpret",
     "load",

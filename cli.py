@@ -108,37 +108,42 @@ def cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
-    """The model to run (built from a .relay file, or a saved .relaymod), its inputs, and
-    a line saying how it was built."""
+    """The model to run (built from a .relay file for `--target`, or a saved .relaymod), its
+    inputs, and a line saying how it was built."""
     import time
 
+    from .driver import default_target, threads_from_environment
     from .runio import complete_inputs, load_inputs, random_inputs_for_slots
 
     given = load_inputs(args.inputs) if args.inputs else {}
     if args.file.endswith(".relaymod"):
-        from .backend.runtime.compiled import load
+        from .backend.build import load_artifact
 
+        threads = threads_from_environment()
+        if "-num-threads=" in args.target:
+            threads = default_target(args.target).num_threads
         start = time.perf_counter()
-        model = load(args.file)
+        model = load_artifact(args.file, num_threads=threads)
         took = (time.perf_counter() - start) * 1e3
         loaded_inputs = random_inputs_for_slots(model, given, seed=args.seed)
         return model, loaded_inputs, f"loaded {args.file} in {took:.1f} ms"
     from .driver import build
 
+    target = default_target(args.target)
     module, _ = _parse_module(args.file)
     _global_signatures(module)  # type-check first: errors are reported before running
     if "main" not in module:
         raise Error(f"{args.file}: the module has no @main function to run")
     inputs: dict[str, Any] = complete_inputs(module["main"], given, seed=args.seed)
     start = time.perf_counter()
-    built = build(module, target=args.target)
+    built = build(module, target=target)
     took = time.perf_counter() - start
-    if args.target == "interp":
+    if target.kind == "interp":
         how = "target interp"
     elif built.native:
-        how = f"target llvm, compiled in {took:.2f} s"
+        how = f"target {target}, compiled in {took:.2f} s"
     else:
-        how = f"target llvm, running in the interpreter: {getattr(built, 'reason', '')}"
+        how = f"target {target}, running in the interpreter: {getattr(built, 'reason', '')}"
     return built, inputs, how
 
 
@@ -174,12 +179,33 @@ def cmd_run(args: argparse.Namespace) -> int:
 DUMP_STAGES = ("relay", "te", "tir", "llvm", "asm")
 
 
+def _target_text(text: str) -> str:
+    """`--target`'s value, checked: a malformed target string is bad usage (exit 2)."""
+    from .backend.target import Target
+
+    try:
+        Target.parse(text)
+    except Error as error:
+        raise argparse.ArgumentTypeError(error.message) from None
+    return text
+
+
+TARGET_ARGUMENT = {
+    "type": _target_text,
+    "default": "llvm",
+    "metavar": "TARGET",
+    "help": "target string: `llvm` (default; options such as -mcpu=NAME, -mattr=+f,-g, "
+    "-num-threads=N) or `interp`",
+}
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     """Compile a file to a `.relaymod` artifact that `relay run` loads without recompiling."""
     import time
 
-    from .driver import InterpretedModel, build
+    from .driver import InterpretedModel, build, default_target
 
+    target = default_target(args.target)
     module, _ = _parse_module(args.file)
     _global_signatures(module)
     from .runio import load_inputs
@@ -187,7 +213,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     params = load_inputs(args.params) if args.params else None
     dump: dict[str, Any] = {}
     start = time.perf_counter()
-    model = build(module, target="llvm", opt_level=args.opt_level, params=params, dump=dump)
+    model = build(module, target=target, opt_level=args.opt_level, params=params, dump=dump)
     took = time.perf_counter() - start
     if isinstance(model, InterpretedModel):
         raise Error(f"{args.file}: cannot be compiled to native code: {model.reason}")
@@ -311,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--inputs", metavar="X.npz", help="inputs by parameter name (missing ones: random)"
     )
     run.add_argument("--output", metavar="Y.npz", help="write the result (`out` or `out0`...)")
-    run.add_argument("--target", choices=["llvm", "interp"], default="llvm")
+    run.add_argument("--target", **TARGET_ARGUMENT)  # type: ignore[arg-type]
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument(
         "--bench", action="store_true", help="run repeatedly and print the median time"
@@ -333,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-O", dest="opt_level", type=int, choices=range(4), default=3, metavar="LEVEL",
         help="opt level 0-3 (default 3)",
     )  # fmt: skip
+    build.add_argument("--target", **TARGET_ARGUMENT)  # type: ignore[arg-type]
     build.add_argument(
         "--dump", action="append", choices=DUMP_STAGES, metavar="STAGE",
         help="also write what a stage produced (relay, te, tir, llvm, asm) beside the artifact",

@@ -1,28 +1,83 @@
-"""The build driver: from a module to something that runs — `relay.build(mod)`.
+"""The build driver: from a module to something that runs — `relay.build(mod, target)`.
 
+0. The target — a `Target` or a target string (`"llvm -mcpu=znver4 -num-threads=2"`,
+   `"interp"`) — is parsed once (`resolve_target`). This is the API edge: the thread count
+   of a target string without `-num-threads` comes from `RELAY_NUM_THREADS`, then
+   `OMP_NUM_THREADS`, then the CPUs this process may use (`default_target`); nothing below
+   reads the environment.
 1. The globals `@main` calls are inlined into it (a compiled model is one dataflow graph).
-2. The standard pass pipeline of the opt level runs (fusion last).
+2. The standard pass pipeline of the opt level runs (fusion last), under the current
+   `PassContext`: its opt level when `build` is given none (3 outside any context), its
+   disabled passes, options and instruments.
 3. A fused, first-order, statically shaped `@main` is planned and compiled to native code
-   (`backend.runtime.compiled`). Anything else — control flow, closures, ADTs,
-   references, dynamic shapes, or `target="interp"` — gets an `InterpretedModel` with the
+   for the target by `backend.build`. Anything else — control flow, closures, ADTs,
+   references, dynamic shapes, or an `interp` target — gets an `InterpretedModel` with the
    same `run` API, which says why in `reason`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import numpy as np
 from attrs import frozen
 
-from .backend.runtime.compiled import CompiledModel, compile_plan
-from .backend.runtime.graph_plan import NotCompilable, plan_graph
+from .backend.build import NotCompilable, compile_plan, plan_graph
+from .backend.runtime.compiled import CompiledModel
+from .backend.target import Target
 from .lang.attrs import FuncAttrs
 from .lang.diagnostics import Error, InputError
 from .lang.module import IRModule
+from .passes import PassContext
+from .typecheck import ModuleTypes
 
-TARGETS = ("llvm", "interp")
+DEFAULT_OPT_LEVEL = 3
+"""The opt level of a build outside any `PassContext` and given none."""
+
+THREAD_VARIABLES = ("RELAY_NUM_THREADS", "OMP_NUM_THREADS")
+"""Environment variables giving the default thread count, first set (and valid) wins."""
+
+
+def threads_from_environment() -> int | None:
+    """The thread count `RELAY_NUM_THREADS` or else `OMP_NUM_THREADS` asks for (None when
+    neither is a positive integer). The only place the environment is read."""
+    for name in THREAD_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return None
+
+
+def default_target(text: str = "llvm") -> Target:
+    """The target `text` describes, with the environment's thread count when the text has
+    no `-num-threads` (`threads_from_environment`, else all CPUs)."""
+    return Target.parse(text, num_threads=threads_from_environment())
+
+
+def resolve_target(target: str | Target | None) -> Target:
+    """A `Target` as is; a target string parsed with `default_target`; None: `llvm`."""
+    if isinstance(target, Target):
+        return target
+    if target is None:
+        return default_target()
+    if not isinstance(target, str):
+        raise Error(f"a target is a string or a Target, not a {type(target).__name__}")
+    return default_target(target)
+
+
+def build_context(opt_level: int | None = None) -> PassContext:
+    """The `PassContext` a build's pipeline runs under: the enclosing one (its disabled
+    passes, options and instruments) with `opt_level` when given; outside any context, a
+    fresh one at `opt_level` (default `DEFAULT_OPT_LEVEL`)."""
+    enclosing = PassContext.innermost()
+    if enclosing is None:
+        return PassContext(opt_level=DEFAULT_OPT_LEVEL if opt_level is None else opt_level)
+    if opt_level is None or opt_level == enclosing.opt_level:
+        return enclosing
+    return attrs.evolve(enclosing, opt_level=opt_level)
 
 
 @frozen
@@ -57,13 +112,25 @@ def inline_into_main(mod: IRModule) -> IRModule:
     return get_pass("inline")(marked)
 
 
-def optimize(mod: IRModule, opt_level: int = 3) -> IRModule:
-    """`mod` after inlining into `@main` and the standard pipeline of `opt_level`."""
-    from .passes import PassContext, standard_pipeline
+@frozen
+class OptimizedModule:
+    """What `optimize` returns: the optimized module and its types, which planning and
+    lowering use instead of inferring them again."""
+
+    module: IRModule
+    types: ModuleTypes
+
+
+def optimize(mod: IRModule, opt_level: int = 3) -> OptimizedModule:
+    """`mod` after inlining into `@main` and the standard pipeline of `opt_level`, with its
+    types from the pipeline's `PassContext` (fusion hands over the types of the module it
+    makes, so they are not inferred again)."""
+    from .passes import standard_pipeline
 
     inlined = inline_into_main(mod)
-    with PassContext(opt_level=opt_level):
-        return standard_pipeline(opt_level)(inlined)
+    with build_context(opt_level) as ctx:
+        optimized = standard_pipeline(opt_level)(inlined, ctx)
+        return OptimizedModule(optimized, ctx.module_types(optimized))
 
 
 def bind_params(mod: IRModule, params: Mapping[str, np.ndarray]) -> IRModule:
@@ -96,34 +163,37 @@ def bind_params(mod: IRModule, params: Mapping[str, np.ndarray]) -> IRModule:
 
 def build(
     mod: IRModule,
-    target: str = "llvm",
-    opt_level: int = 3,
+    target: str | Target | None = None,
+    opt_level: int | None = None,
     params: Mapping[str, np.ndarray] | None = None,
     dump: dict[str, Any] | None = None,
 ) -> CompiledModel | InterpretedModel:
-    """Compile `mod`'s `@main` for `target` (`llvm`: native code for this CPU; `interp`:
-    the reference interpreter). `params` binds named parameters of `@main` as constants
+    """Compile `mod`'s `@main` for `target`: a `Target` or a target string (`llvm` — native
+    code for this CPU, with options such as `-mcpu=`, `-mattr=`, `-num-threads=` — or
+    `interp`, the reference interpreter); default `llvm` with `default_target`'s threads.
+    The pipeline runs under the current `PassContext` (`build_context`): `opt_level`, when
+    given, overrides its opt level. `params` binds named parameters of `@main` as constants
     (weights): the optimizer then folds what depends only on them (batch-norm arithmetic,
     scale folding into convolution weights) and the compiled model takes the remaining
-    inputs. Returns an object with `.run(**inputs)`; a compiled model also has `.save(path)`.
-    `dump`, when given, receives the text of each stage."""
+    inputs. Returns an object with `.run(**inputs)`; a compiled model also has `.save(path)`
+    and `.target`. `dump`, when given, receives the text of each stage."""
     from .typecheck import check_module
 
-    if target not in TARGETS:
-        raise Error(f"unknown target `{target}` (targets: {', '.join(TARGETS)})")
+    resolved = resolve_target(target)
     if "main" not in mod:
         raise Error("the module has no @main function to build")
     check_module(mod)
     if params:
         mod = bind_params(mod, params)
-    if target == "interp":
+    if resolved.kind == "interp":
         return InterpretedModel(mod, "target interp")
-    optimized = optimize(mod, opt_level)
-    types = check_module(optimized)
+    ctx = build_context(opt_level)
+    with ctx:
+        optimized = optimize(mod, ctx.opt_level)
     try:
-        plan = plan_graph(optimized["main"], types)
+        plan = plan_graph(optimized.module["main"], optimized.types)
     except NotCompilable as exc:
         return InterpretedModel(mod, exc.message)
     if dump is not None:
-        dump["relay"] = optimized.astext()
-    return compile_plan(plan, dump=dump)
+        dump["relay"] = optimized.module.astext()
+    return compile_plan(plan, resolved, dump=dump, types=optimized.types)

@@ -62,7 +62,7 @@ def _median_time(fn: Callable[[], Any], repeat: int) -> float:
 
 
 def _apply(name: str, inputs: list[Any], **attrs: Any) -> Any:
-    from relay.backend.lower.computes import compute_for
+    from relay.backend.lower.computes import apply_compute
     from relay.lang import get_op
     from relay.lang.types import TensorType
     from relay.testing.relations import op_call_type
@@ -70,7 +70,7 @@ def _apply(name: str, inputs: list[Any], **attrs: Any) -> Any:
     op = get_op(name)
     op_attrs = op.make_attrs(**attrs) if op.attrs_schema is not None else None
     types = [TensorType(tuple(int(d.value) for d in t.shape), t.dtype) for t in inputs]
-    (out,) = compute_for(op)(op_attrs, inputs, op_call_type(name, *types, **attrs))
+    (out,) = apply_compute(op, op_attrs, inputs, op_call_type(name, *types, **attrs))
     return out
 
 
@@ -78,8 +78,9 @@ class Kernel:
     """A compiled kernel with its argument arrays (64-byte aligned)."""
 
     def __init__(self, inputs: list[Any], outputs: list[Any], arrays: list[np.ndarray]) -> None:
-        from relay.backend.codegen import aligned_copy, compile_module
+        from relay.backend.codegen import compile_module
         from relay.backend.lower.lower_func import schedule_outputs
+        from relay.backend.runtime.native import aligned_copy
         from relay.backend.te import lower
         from relay.backend.tir.transform import lower_pipeline
 

@@ -14,7 +14,7 @@ from lark import Token
 from ..lang.diagnostics import Diagnostic, ParseError
 from ..lang.expr import Var
 from ..lang.span import SourceFile, Span
-from .driver import SyntaxProblem
+from .lalr import SyntaxProblem
 
 _WORDS = {
     "LOCAL": "a variable (`%x`)",

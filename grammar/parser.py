@@ -1,7 +1,7 @@
 """Parse the Relay text format into IR: `parse`, `parse_expr`, `parse_file`.
 
 lark compiles the grammar (`relay.lark`) to LALR(1) tables once per process (cached on
-disk by lark); `driver.py` runs them with a contextual lexer. No parse tree is built: the
+disk by lark); `lalr.py` runs them with a contextual lexer. No parse tree is built: the
 callbacks in `actions.py` run at each reduction and build the IR directly, so nothing
 recurses with the depth of the program. The callbacks keep per-parse state in one object,
 so parses are serialized by a lock.
@@ -28,8 +28,8 @@ from ..lang.module import IRModule
 from ..lang.span import SourceFile, Span
 from .actions import Actions
 from .declscan import scan_declarations
-from .driver import Driver, SyntaxProblem
 from .errors import convert
+from .lalr import Driver, SyntaxProblem
 from .prelude import PreludeLink, load_prelude
 from .prepass import prepare
 

@@ -11,7 +11,7 @@ counts) is written against `children` / `with_children`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from .adt import Constructor
 from .expr import (
@@ -228,42 +228,74 @@ class ExprMutator:
     the call rebuilt with them; the method returns the replacement (or the node itself).
     Results are memoized by identity, so shared subgraphs stay shared and a variable is
     replaced consistently at its binding site and all its uses.
+
+    A subclass that needs the node as it was (to look it up in a table computed on the
+    input) overrides `rewrite_node(node)` instead: it returns the replacement of `node`,
+    calling `self.rebuilt(node)` for `node` on its rewritten children only when it wants
+    it (so a node that is dropped is never rebuilt) and `self.rewritten(e)` for the result
+    of a node visited before (children come before parents, and a `let`'s variable and
+    value before its body). It may also record the result of a node not visited yet in
+    `self.memo` (by id): that node is then not visited.
     """
 
     def __init__(self) -> None:
         self.memo: dict[int, Expr] = {}
         self._keep: list[Expr] = []
+        self._methods: dict[type, Callable[[Expr], Expr] | None] = {}
 
-    def visit(self, root: Expr) -> Expr:
-        """The rewritten `root`."""
-        memo = self.memo
-        for node in post_order(root):
-            if id(node) in memo:
+    def visit(self, root: Expr, nodes: Iterable[Expr] | None = None) -> Expr:
+        """The rewritten `root`; `nodes`, if given, is `post_order(root)` (a caller that
+        walked it already saves the walk)."""
+        memo, keep, rewrite_node = self.memo, self._keep, self.rewrite_node
+        for node in post_order(root) if nodes is None else nodes:
+            key = id(node)
+            if key in memo:
                 continue
-            kids = children(node)
-            rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-            method = getattr(self, "visit_" + type(node).__name__, None)
-            result = rebuilt if method is None else method(rebuilt)
-            memo[id(node)] = result
-            self._keep.append(node)  # keeps ids in `memo` valid while we run
+            memo[key] = rewrite_node(node)
+            keep.append(node)  # keeps ids in `memo` valid while we run
         return memo[id(root)]
+
+    def rebuilt(self, node: Expr) -> Expr:
+        """`node` on the results of its children (`node` itself if none changed)."""
+        get = _CHILDREN.get(type(node))
+        kids = get(node) if get is not None else children(node)
+        if not kids:
+            return node
+        memo = self.memo
+        return with_children(node, [memo[id(k)] for k in kids])
+
+    def rewritten(self, node: Expr) -> Expr:
+        """The result of `node`, which must have been visited already."""
+        return self.memo[id(node)]
+
+    def rewrite_node(self, node: Expr) -> Expr:
+        """The replacement of `node`: by default `visit_<Class>` of `node` rebuilt on its
+        rewritten children, or the rebuilt node when the class has no such method."""
+        rebuilt = self.rebuilt(node)
+        cls = type(rebuilt)
+        try:
+            method = self._methods[cls]
+        except KeyError:
+            method = self._methods[cls] = getattr(self, "visit_" + cls.__name__, None)
+        return rebuilt if method is None else method(rebuilt)
+
+
+class _FunctionMutator(ExprMutator):
+    """The mutator of `rewrite_post_order`: `rewrite(rebuilt)` or the rebuilt node."""
+
+    def __init__(self, rewrite: Callable[[Expr], Expr | None]) -> None:
+        super().__init__()
+        self._rewrite = rewrite
+
+    def rewrite_node(self, node: Expr) -> Expr:
+        rebuilt = self.rebuilt(node)
+        result = self._rewrite(rebuilt)
+        return rebuilt if result is None else result
 
 
 def rewrite_post_order(root: Expr, rewrite: Callable[[Expr], Expr | None]) -> Expr:
     """Rebuild `root` bottom-up; `rewrite(node)` returns a replacement or None for no change."""
-
-    class _Fn(ExprMutator):
-        pass
-
-    mutator = _Fn()
-    memo = mutator.memo
-    for node in post_order(root):
-        kids = children(node)
-        rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-        result = rewrite(rebuilt)
-        memo[id(node)] = rebuilt if result is None else result
-        mutator._keep.append(node)
-    return memo[id(root)]
+    return _FunctionMutator(rewrite).visit(root)
 
 
 def substitute(root: Expr, mapping: dict[Var, Expr]) -> Expr:

@@ -2,8 +2,14 @@
 
 A `Pass` is a frozen value made with `@module_pass` / `@function_pass`; `Sequential` and
 `parse_pipeline("fold-constant,fuse-ops{max-depth=8},dce")` compose them; a `PassContext`
-decides what runs (TVM's rule) and carries the instruments (`TimingInstrument`, `PrintIR`,
-`DebugInstrument`). `bisect` finds the first pass that changes a program's results.
+decides what runs (TVM's rule), carries the instruments (`TimingInstrument`, `PrintIR`,
+`DebugInstrument`) and remembers the types of the modules it saw (`ctx.module_types(mod)`).
+`bisect` finds the first pass that changes a program's results.
+
+`pattern` holds the dataflow pattern language and the one rewrite driver
+(`pattern.apply_rules`: bottom-up or top-down, settling, fixpoint with a budget, a trace,
+types carried) that `simplify-expr`, `simplify-inference`, `fold-scale-axis`, `cse` and
+`pattern.rewrite` run on; other passes rebuild with `lang`'s `ExprMutator`.
 """
 
 from .context import PassContext
@@ -23,7 +29,6 @@ from .instruments import (
     well_formed_problems,
 )
 from .lambda_lift import lambda_lift, lambda_lift_pass
-from .module_types import module_types
 from .pass_base import (
     NORMAL_FORMS,
     PASSES,
@@ -38,8 +43,8 @@ from .pass_base import (
 from .pipeline import (
     STANDARD_PIPELINES,
     BisectResult,
+    PlannedPass,
     Sequential,
-    Step,
     bisect,
     identity,
     infer_type,
@@ -71,10 +76,10 @@ __all__ = [
     "PassContext",
     "PassError",
     "PassInstrument",
+    "PlannedPass",
     "PrintIR",
     "RemoveUnusedOptions",
     "Sequential",
-    "Step",
     "TimingInstrument",
     "bisect",
     "check_well_formed",
@@ -97,7 +102,6 @@ __all__ = [
     "lambda_lift",
     "lambda_lift_pass",
     "module_pass",
-    "module_types",
     "normal_form_problem",
     "parse_pipeline",
     "register_pass",

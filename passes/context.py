@@ -1,11 +1,19 @@
-"""`PassContext`: opt level, required and disabled passes, per-pass options, instruments.
+"""`PassContext`: opt level, required and disabled passes, per-pass options, instruments,
+and the types of the modules its passes saw.
 
 Use it explicitly (`seq(mod, ctx)`) or as a context manager (`with PassContext(...):`),
 which makes it `PassContext.current()` for passes called without one.
+
+Types are values, never stored in the IR: `ctx.module_types(mod)` infers a module's types
+once per context and module object (modules are immutable, so the types of one module
+object never change). A pass that returns its input unchanged therefore costs no new
+inference, and a pass that rewrote a module and already knows the result's types hands
+them over with `ctx.remember_types(result, types)`.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -13,6 +21,7 @@ import attrs
 from attrs import define, field
 
 from ..lang.module import IRModule
+from ..typecheck import ModuleTypes, check_module
 from .pass_base import Pass, PassError, convert_option, get_pass, option_key
 
 if TYPE_CHECKING:
@@ -35,7 +44,9 @@ class PassContext:
     and (it is in `required` or `opt_level >= pass.opt_level`). `options` maps a pass name
     to option values (`{"fuse-ops": {"max-depth": 8}}`), overriding the pass's own.
     `debug=True` adds a `DebugInstrument` (well-formedness, types and normal forms are
-    checked after every pass) unless one is among `instruments`.
+    checked after every pass) unless one is among `instruments`. The context remembers the
+    types of the modules it was asked about (`module_types`, `remember_types`) while those
+    module objects live.
     """
 
     opt_level: int = 2
@@ -44,6 +55,11 @@ class PassContext:
     options: dict[str, dict[str, object]] = field(factory=dict, converter=_options)
     instruments: tuple[PassInstrument, ...] = field(default=(), converter=tuple)
     debug: bool = False
+
+    _types: weakref.WeakKeyDictionary[IRModule, ModuleTypes] = field(
+        init=False, repr=False, factory=weakref.WeakKeyDictionary
+    )
+    _checked: weakref.WeakSet[IRModule] = field(init=False, repr=False, factory=weakref.WeakSet)
 
     _stack: ClassVar[list[PassContext]] = []
 
@@ -59,6 +75,11 @@ class PassContext:
     def current(cls) -> PassContext:
         """The innermost context entered with `with`, or a default one."""
         return cls._stack[-1] if cls._stack else cls()
+
+    @classmethod
+    def innermost(cls) -> PassContext | None:
+        """The innermost context entered with `with`, or None outside any."""
+        return cls._stack[-1] if cls._stack else None
 
     def __enter__(self) -> PassContext:
         PassContext._stack.append(self)
@@ -100,6 +121,38 @@ class PassContext:
     def pass_enabled(self, p: Pass) -> bool:
         """TVM's `PassContext::PassEnabled`."""
         return self.decide(p)[0]
+
+    def module_types(self, mod: IRModule) -> ModuleTypes:
+        """The types of `mod`: remembered, or inferred by `check_module` (raising
+        `TypeCheckError`) and remembered. The result is shared: callers must not change it."""
+        types = self._types.get(mod)
+        if types is None:
+            types = self.checked_types(mod)
+        return types
+
+    def checked_types(self, mod: IRModule) -> ModuleTypes:
+        """The types of `mod` as the type checker infers them (once per module object):
+        types a pass handed over with `remember_types` are not trusted here but inferred
+        again, and replace the handed-over ones. What the debug checker uses."""
+        if mod in self._checked:
+            return self._types[mod]
+        types = check_module(mod)
+        self._types[mod] = types
+        self._checked.add(mod)
+        return types
+
+    def remembered_types(self, mod: IRModule) -> ModuleTypes | None:
+        """The types known for `mod` (inferred or handed over), or None: never infers."""
+        return self._types.get(mod)
+
+    def remember_types(self, mod: IRModule, types: ModuleTypes) -> None:
+        """Record `types` as the types of `mod` (a pass's result whose types it computed
+        while rewriting): later passes and the build use them instead of inferring `mod`
+        again. `types` must give the type of every expression of every function of `mod`
+        that has one (operator nodes excepted) and every global's signature; the caller
+        must not change it afterwards."""
+        if mod not in self._checked:
+            self._types[mod] = types
 
     def run_pass(self, p: Pass, mod: IRModule) -> IRModule:
         """Run `p` on `mod`, telling every instrument before and after."""

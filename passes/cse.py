@@ -18,13 +18,13 @@ After::
       multiply(%1, %1)
     }
 
-Nodes are compared bottom-up by a key made of their kind, operator, attributes and the
-identities of their (already shared) children, so one pass finds every merge: operator
-calls (not `debug`, `nn.dropout` or other effectful or random operators, nor calls of
-closures or globals), constants with equal dtype, shape and bytes, tuples and
-projections. Nodes are merged only within one function body (a closure's body is a scope
-of its own). The value of a `let` is neither replaced nor shared (it may be out of scope
-elsewhere); its operands are.
+A rule run by the rewrite driver in one bottom-up sweep compares nodes by a key made of
+their kind, operator, attributes and the identities of their (already shared) children,
+so one pass finds every merge: operator calls (not `debug`, `nn.dropout` or other
+effectful or random operators, nor calls of closures or globals), constants with equal
+dtype, shape and bytes, tuples and projections. Nodes are merged only within one function
+body (a closure's body is a scope of its own). The value of a `let` is neither replaced
+nor shared (it may be out of scope elsewhere); its operands are.
 """
 
 from __future__ import annotations
@@ -34,24 +34,29 @@ from collections.abc import Hashable
 from ..lang.expr import Call, Constant, Expr, Function, Let, Tuple, TupleGetItem
 from ..lang.module import IRModule
 from ..lang.op import Op
-from ..lang.traversal import children, post_order, with_children
+from ..lang.traversal import children
 from .context import PassContext
 from .fold_constant import NEVER_FOLDED
 from .pass_base import function_pass
+from .pattern import RewriteContext, Rule, apply_rules, wildcard
 
 
-def _scopes(root: Expr) -> dict[int, int]:
-    """For each node (by id), the id of the function whose body first reaches it."""
+def _scopes(root: Expr) -> tuple[dict[int, int], set[int]]:
+    """For each node (by id), the id of the function whose body first reaches it; and the
+    ids of the values bound by `let`."""
     scope: dict[int, int] = {}
+    let_values: set[int] = set()
     stack: list[tuple[Expr, int]] = [(root, 0)]
     while stack:
         node, owner = stack.pop()
         if id(node) in scope:
             continue
         scope[id(node)] = owner
+        if isinstance(node, Let):
+            let_values.add(id(node.value))
         inner = id(node) if isinstance(node, Function) else owner
         stack.extend((kid, inner) for kid in reversed(children(node)))
-    return scope
+    return scope, let_values
 
 
 def _key(node: Expr) -> Hashable | None:
@@ -70,28 +75,32 @@ def _key(node: Expr) -> Hashable | None:
     return None
 
 
+def sharing_rule(root: Expr) -> Rule:
+    """The rule that replaces a node of `root` by the first equal node met before it in
+    the same function body (the driver rewrites bottom-up, so children are shared
+    already and comparing them by identity suffices)."""
+    scope, let_values = _scopes(root)
+    table: dict[tuple[int, Hashable], Expr] = {}
+
+    def share(node: Expr, ctx: RewriteContext) -> Expr | None:
+        original = ctx.original
+        if id(original) in let_values:
+            return None
+        key = _key(node)
+        if key is None:
+            return None
+        try:
+            seen = table.setdefault((scope[id(original)], key), node)
+        except TypeError:  # an attribute value that cannot be hashed
+            return None
+        return None if seen is node else seen
+
+    return Rule(wildcard().named("node"), share, "share")
+
+
 def eliminate_common_subexpressions(root: Expr) -> Expr:
     """`root` with equal pure subexpressions of the same function body shared."""
-    nodes = list(post_order(root))
-    scope = _scopes(root)
-    let_values = {id(n.value) for n in nodes if isinstance(n, Let)}
-    memo: dict[int, Expr] = {}
-    table: dict[tuple[int, Hashable], Expr] = {}
-    for node in nodes:
-        kids = children(node)
-        new = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-        memo[id(node)] = new
-        key = _key(new) if id(node) not in let_values else None
-        if key is None:
-            continue
-        try:
-            scoped = (scope[id(node)], key)
-            seen = table.setdefault(scoped, new)
-        except TypeError:  # an attribute value that cannot be hashed
-            continue
-        if seen is not new:
-            memo[id(node)] = seen
-    return memo[id(root)]
+    return apply_rules(sharing_rule(root), root, fixpoint=False)
 
 
 @function_pass(name="cse", opt_level=3)

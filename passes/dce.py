@@ -32,7 +32,7 @@ from ..lang.adt import Constructor
 from ..lang.expr import Call, Expr, Function, Let, Match, RefWrite, Var
 from ..lang.module import IRModule
 from ..lang.op import Op
-from ..lang.traversal import children, post_order, with_children
+from ..lang.traversal import ExprMutator, children, post_order
 from .context import PassContext
 from .pass_base import function_pass
 
@@ -130,15 +130,20 @@ def dead_code_elimination(expr: Expr, ignore_impurity: bool = False) -> Expr:
             work.extend(release(let.value))
     if not removed:
         return expr
+    return _DropLets(removed).visit(expr)
 
-    memo: dict[int, Expr] = {}
-    for node in nodes:
-        if id(node) in removed:
-            memo[id(node)] = memo[id(node.body)]  # type: ignore[attr-defined]
-            continue
-        kids = children(node)
-        memo[id(node)] = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-    return memo[id(expr)]
+
+class _DropLets(ExprMutator):
+    """Replaces the lets in `removed` (by id) by their rewritten bodies."""
+
+    def __init__(self, removed: set[int]) -> None:
+        super().__init__()
+        self.removed = removed
+
+    def rewrite_node(self, node: Expr) -> Expr:
+        if id(node) in self.removed:
+            return self.rewritten(node.body)  # type: ignore[attr-defined]
+        return self.rebuilt(node)
 
 
 @function_pass(name="dce", opt_level=1, options=DCEOptions)

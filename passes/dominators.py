@@ -59,7 +59,10 @@ def is_opaque_leaf(expr: Expr) -> bool:
 
 
 def graph_post_order(root: Expr) -> Iterator[Expr]:
-    """Post-DFS order over `root`, not entering operators or `Primitive` functions."""
+    """Post-DFS order over `root`, not entering operators or `Primitive` functions.
+
+    `lang.traversal.post_order` enters every node; fusion must treat fused functions as
+    leaves, hence this walk of its own (a visit, not a rebuild)."""
     seen: set[int] = set()
     stack: list[tuple[Expr, bool]] = [(root, False)]
     while stack:

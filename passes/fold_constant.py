@@ -37,7 +37,7 @@ from ..lang.dtype import numpy_dtype
 from ..lang.expr import Call, Constant, Expr, Function, Let, Tuple, TupleGetItem, Var
 from ..lang.module import IRModule
 from ..lang.op import Op
-from ..lang.traversal import children, post_order, with_children
+from ..lang.traversal import ExprMutator, post_order
 from ..lang.types import TensorType
 from ..typecheck import infer_module
 from ..typecheck.result import ModuleTypes
@@ -147,39 +147,59 @@ def fold_expr(
     `shape_of` is met; they enable folding it.
     """
     nodes = list(post_order(root))
-    skip = _in_primitive(nodes)
-    memo: dict[int, Expr] = {}
     bound_by: dict[int, list[Var]] = {}
+    skip = _in_primitive(nodes)
     for node in nodes:
         if isinstance(node, Let) and id(node) not in skip:
             bound_by.setdefault(id(node.value), []).append(node.var)
-    for node in nodes:
+    return _Folder(mod, types, max_elements, skip, bound_by).visit(root, nodes)
+
+
+class _Folder(ExprMutator):
+    """Folds each node rebuilt on folded children; a variable bound to a value that
+    folded to a constant reads the constant, and its `let` goes."""
+
+    def __init__(
+        self,
+        mod: IRModule,
+        types: Callable[[], ModuleTypes | None],
+        max_elements: int,
+        skip: set[int],
+        bound_by: dict[int, list[Var]],
+    ) -> None:
+        super().__init__()
+        self.mod = mod
+        self.types = types
+        self.max_elements = max_elements
+        self.skip = skip
+        self.bound_by = bound_by
+
+    def rewrite_node(self, node: Expr) -> Expr:
+        memo = self.memo
         if isinstance(node, Let) and memo[id(node.var)] is not node.var:
-            memo[id(node)] = memo[id(node.body)]  # the binding of a constant was inlined
-            continue
-        kids = children(node)
-        new = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-        memo[id(node)] = new
-        if id(node) in skip:
-            continue
-        _fold_node(node, new, memo, mod, types, max_elements)
-        if id(node) in bound_by and is_constant(memo[id(node)]):
-            for var in bound_by[id(node)]:
-                memo[id(var)] = memo[id(node)]
-    return memo[id(root)]
+            return memo[id(node.body)]  # the binding of a constant was inlined
+        new = self.rebuilt(node)
+        if id(node) in self.skip:
+            return new
+        result = _fold_node(node, new, self.mod, self.types, self.max_elements)
+        variables = self.bound_by.get(id(node))
+        if variables is not None and is_constant(result):
+            for var in variables:
+                memo[id(var)] = result
+        return result
 
 
 def _fold_node(
     node: Expr,
     new: Expr,
-    memo: dict[int, Expr],
     mod: IRModule,
     types: Callable[[], ModuleTypes | None],
     max_elements: int,
-) -> None:
+) -> Expr:
+    """`new` (`node` on folded children) folded, or `new` itself."""
     if isinstance(new, TupleGetItem) and isinstance(new.tuple_value, Tuple):
         if is_constant(new.tuple_value) and 0 <= new.index < len(new.tuple_value.fields):
-            memo[id(node)] = new.tuple_value.fields[new.index]
+            return new.tuple_value.fields[new.index]
     elif isinstance(new, Call) and isinstance(new.op, Op) and new.op.name not in NEVER_FOLDED:
         if new.op.name == "shape_of":
             assert isinstance(node, Call)
@@ -188,15 +208,19 @@ def _fold_node(
             out_type = known.type_of(node) if known is not None and node in known else None
             if shape is not None and isinstance(out_type, TensorType):
                 dtype = numpy_dtype(out_type.dtype)
-                memo[id(node)] = Constant(np.asarray(shape, dtype=dtype))
+                return Constant(np.asarray(shape, dtype=dtype))
         elif all(is_constant(arg) for arg in new.args):
             folded = _fold_call(new, mod, max_elements)
             if folded is not None:
-                memo[id(node)] = folded
+                return folded
+    return new
 
 
 def fold_constant(mod: IRModule, max_elements: int = DEFAULT_MAX_ELEMENTS) -> IRModule:
     """Fold the constant subexpressions of every global function of `mod`."""
+    # a module pass, not a function pass: one inference of the whole module (made only
+    # if some `shape_of` needs it, and given up on if any function is ill-typed) serves
+    # every function
     cache: list[ModuleTypes | None] = []
 
     def types() -> ModuleTypes | None:

@@ -11,7 +11,8 @@ or `(1, Cin, 1, 1)`) becomes `nn.conv2d(x, W * c.reshape(1, Cin, 1, 1))` (zero p
 commutes with the scale); likewise `nn.dense(multiply(x, c), W)` with `c` of shape `(k,)`
 or `(1, k)`. The multiply must be read only by the convolution and must not broadcast `x`.
 A scale between two convolutions folds backward (into the first). Both directions also
-see through `let`-bound variables.
+see through `let`-bound variables. The folds are planned on the input (with one type
+inference), then made by one rule in one bottom-up sweep of the rewrite driver.
 
     def @main(%x: Tensor[(1, 2, 4, 4), float32]) {
       %0 = nn.conv2d(%x, <W: Tensor[(3, 2, 1, 1), float32]>, channels=3, kernel_size=[1, 1]);
@@ -33,10 +34,11 @@ from ..lang.expr import Call, Constant, Expr, Function, Let, Var
 from ..lang.module import IRModule
 from ..lang.op import Op
 from ..lang.structural import structural_equal
-from ..lang.traversal import children, post_order, with_children
+from ..lang.traversal import children, post_order
 from ..typecheck import ModuleTypes, infer_expr
 from .context import PassContext
-from .pass_base import NoOptions, module_pass
+from .pass_base import NoOptions, function_pass
+from .pattern import RewriteContext, Rule, apply_rules, wildcard
 
 
 def _op_name(e: Expr) -> str:
@@ -167,45 +169,55 @@ def _plan_forward(
     return forward
 
 
+def plan_rule(fn: Function, mod: IRModule | None = None) -> Rule | None:
+    """The rule that makes the folds planned for `fn` (None when there are none): at a
+    planned node, a backward fold replaces the multiply by its producer operand, a forward
+    fold makes the convolution read `x` with a scaled weight, and a planned producer gets
+    its weight scaled (in that order, so one node can take part in both directions)."""
+    scales, replaced = _plan(fn, mod)
+    forward = _plan_forward(fn, mod, replaced)
+    if not scales and not forward:
+        return None
+
+    def fold(node: Expr, ctx: RewriteContext) -> Expr | None:
+        key = id(ctx.original)
+        rewritten = ctx.rewritten
+        result = node
+        if key in replaced:
+            result = rewritten(replaced[key])
+        if key in forward and isinstance(result, Call):
+            x, factor = forward[key]
+            weight = result.args[1]
+            assert isinstance(weight, Constant)
+            new_weight = Constant((weight.data * factor).astype(weight.data.dtype))
+            result = result.replace(args=(rewritten(x), new_weight))
+        if key in scales and isinstance(result, Call):
+            result = _fold(result, scales[key]) or result
+        return result
+
+    return Rule(wildcard().named("node"), fold, "fold_scale")
+
+
 def fold_scale_axis_function(fn: Function, mod: IRModule | None = None) -> Function:
     """`fn` with per-output-channel constant scales folded into constant weights."""
     if not any(_op_name(node) == "multiply" for node in post_order(fn)):
         return fn
-    scales, replaced = _plan(fn, mod)
-    forward = _plan_forward(fn, mod, replaced)
-    if not scales and not forward:
+    folds = plan_rule(fn, mod)
+    if folds is None:
         return fn
-    memo: dict[int, Expr] = {}
-    for node in post_order(fn):
-        kids = children(node)
-        rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-        if id(node) in replaced:
-            rebuilt = memo[id(replaced[id(node)])]
-        if id(node) in forward and isinstance(rebuilt, Call):
-            x, factor = forward[id(node)]
-            weight = rebuilt.args[1]
-            assert isinstance(weight, Constant)
-            new_weight = Constant((weight.data * factor).astype(weight.data.dtype))
-            rebuilt = rebuilt.replace(args=(memo[id(x)], new_weight))
-        if id(node) in scales and isinstance(rebuilt, Call):
-            rebuilt = _fold(rebuilt, scales[id(node)]) or rebuilt
-        memo[id(node)] = rebuilt
-    out = memo[id(fn)]
+    out = apply_rules(folds, fn, mod, fixpoint=False)
     assert isinstance(out, Function)
     return out
 
 
+@function_pass(name="fold-scale-axis", opt_level=3, include_primitive=True)
+def fold_scale_axis_pass(
+    fn: Function, mod: IRModule, ctx: PassContext, options: NoOptions
+) -> Function:
+    """Fold constant per-channel multiplies around `nn.conv2d` / `nn.dense` into weights."""
+    return fold_scale_axis_function(fn, mod)
+
+
 def fold_scale_axis(mod: IRModule) -> IRModule:
     """Every global function of `mod` with constant scales folded (TVM's `FoldScaleAxis`)."""
-    out = mod
-    for gv, fn in mod.functions.items():
-        new = fold_scale_axis_function(fn, out)
-        if new is not fn:
-            out = out.with_function(gv, new)
-    return out
-
-
-@module_pass(name="fold-scale-axis", opt_level=3)
-def fold_scale_axis_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
-    """Fold constant per-channel multiplies around `nn.conv2d` / `nn.dense` into weights."""
-    return fold_scale_axis(mod)
+    return fold_scale_axis_pass.apply(mod, PassContext())

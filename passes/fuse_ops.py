@@ -16,6 +16,11 @@ Reductions never fuse forward; no group holds two ops above broadcast; a group h
 most `max_depth` nodes; with `opt_level=0` every op is its own group. Scalar constants
 are inlined in the groups, other constants become parameters.
 
+Types: fusion reads the input's types from the pass context and, since every node it
+makes has the type of a node it replaces, hands the result's types to the context
+(`PassContext.remember_types`): the build plans and lowers the fused module without
+inferring it again.
+
 Before::
 
     fn (%x, %w, %b) { nn.relu(nn.bias_add(nn.conv2d(%x, %w), %b)) }
@@ -41,6 +46,7 @@ from ..lang.op import Op, OpPattern
 from ..lang.traversal import children, with_children
 from ..lang.types import Type
 from ..typecheck.result import ModuleTypes
+from ..typecheck.subst import func_type
 from .context import PassContext
 from .dominators import (
     IndexedGraph,
@@ -50,7 +56,6 @@ from .dominators import (
     is_simple_scalar,
     post_dominator_tree,
 )
-from .module_types import module_types
 from .pass_base import module_pass
 
 MAX_FUSE_DEPTH = 256
@@ -215,19 +220,52 @@ class _GroupInfo:
     args: list[Expr] = field(factory=list)
     by_arg: dict[int, Var] = field(factory=dict)
 
-    def param_for(self, arg: Expr, ty: Type | None) -> Var:
+    def param_for(self, arg: Expr, ty: Type | None, typed: ModuleTypes) -> Var:
         v = self.by_arg.get(id(arg))
         if v is None:
             v = Var(f"p{len(self.params)}", ty)
+            if ty is not None:
+                typed.table[v] = ty
             self.by_arg[id(arg)] = v
             self.params.append(v)
             self.args.append(arg)
         return v
 
 
+def _carry_type(typed: ModuleTypes, types: ModuleTypes, old: Expr, new: Expr) -> None:
+    """Record in `typed` that `new`, which replaces `old`, has `old`'s type (and type
+    arguments); a new `Primitive` call also types its function."""
+    ty = types.table.get(old)
+    if ty is None or new is old:
+        return
+    typed.table[new] = ty
+    wrapped = (
+        isinstance(new, Call)
+        and isinstance(new.op, Function)
+        and not (isinstance(old, Call) and isinstance(old.op, Function))
+    )
+    inner = new
+    if wrapped:  # a new Primitive function around the rewritten `old`
+        fn = new.op  # type: ignore[attr-defined]
+        param_types = [typed.table.get(p) for p in fn.params]
+        if all(t is not None for t in param_types):
+            typed.table[fn] = func_type(param_types, ty)  # type: ignore[arg-type]
+        inner = fn.body
+        typed.table[inner] = ty
+    args = types.type_args.get(old) if isinstance(old, Call) else None
+    if args is not None and isinstance(inner, Call):
+        typed.type_args[inner] = args
+
+
 def _fuse_body(
-    body: Expr, params: tuple[Var, ...], types: ModuleTypes, opt_level: int, max_depth: int
+    body: Expr,
+    params: tuple[Var, ...],
+    types: ModuleTypes,
+    opt_level: int,
+    max_depth: int,
+    typed: ModuleTypes,
 ) -> Expr:
+    """`body` fused; the type of every node made is recorded in `typed`."""
     graph = IndexedGraph.build(body, params, types)
     groups = Partitioner(graph, opt_level, max_depth).partition()
     roots = [g.find_root() for g in groups]
@@ -246,7 +284,7 @@ def _fuse_body(
             if group_of(arg) is group or is_simple_scalar(arg):
                 out.append(new)
             else:
-                out.append(info.param_for(new, types.table.get(arg)))
+                out.append(info.param_for(new, types.table.get(arg), typed))
         return out
 
     def wrap(group: _Group, orig: Expr, inner: Expr) -> Expr:
@@ -281,33 +319,68 @@ def _fuse_body(
         else:
             kids = children(e)
             memo[id(e)] = with_children(e, [memo[id(k)] for k in kids]) if kids else e
+        _carry_type(typed, types, e, memo[id(e)])
     return memo[id(body)]
 
 
 def fuse_function(
-    fn: Function, types: ModuleTypes, opt_level: int = 3, max_depth: int = MAX_FUSE_DEPTH
+    fn: Function,
+    types: ModuleTypes,
+    opt_level: int = 3,
+    max_depth: int = MAX_FUSE_DEPTH,
+    typed: ModuleTypes | None = None,
 ) -> Function:
-    """`fn` with its operators grouped into `Primitive` functions (types from `types`)."""
+    """`fn` with its operators grouped into `Primitive` functions (types from `types`);
+    the type of every node made is recorded in `typed` when given."""
     if fn.is_primitive or "Compiler" in fn.attrs:
         return fn
-    body = _fuse_body(fn.body, fn.params, types, opt_level, max_depth)
-    return fn if body is fn.body else fn.replace(body=body)
+    made = typed if typed is not None else ModuleTypes()
+    body = _fuse_body(fn.body, fn.params, types, opt_level, max_depth, made)
+    if body is fn.body:
+        return fn
+    new = fn.replace(body=body)
+    _carry_type(made, types, fn, new)
+    return new  # type: ignore[no-any-return]
+
+
+def fuse_module(
+    mod: IRModule, types: ModuleTypes, opt_level: int = 3, max_depth: int = MAX_FUSE_DEPTH
+) -> tuple[IRModule, ModuleTypes]:
+    """`mod` (whose types are `types`) fused, and the types of the result: `types` with
+    the nodes fusion made added (no inference)."""
+    if max_depth < 1:
+        raise ValueError("fuse_ops: max_depth must be at least 1")
+    made = ModuleTypes()
+    out = mod
+    for gv, fn in mod.functions.items():
+        new = fuse_function(fn, types, opt_level, max_depth, made)
+        if new is not fn:
+            out = out.with_function(gv, new)
+    if out is mod:
+        return mod, types
+    return out, ModuleTypes(
+        {**types.table, **made.table},
+        dict(types.global_types),
+        {**types.type_args, **made.type_args},
+        list(types.warnings),
+        list(types.errors),
+    )
 
 
 def fuse_ops(mod: IRModule, opt_level: int = 3, max_depth: int = MAX_FUSE_DEPTH) -> IRModule:
     """Fuse the operators of every global function of `mod` (TVM's `FuseOps`).
 
     `opt_level=0` puts every operator in its own `Primitive` function; `max_depth` bounds
-    the number of nodes of a group. The module must type-check.
+    the number of nodes of a group. The module must type-check (its types come from the
+    current `PassContext`, which also learns the result's types).
     """
-    if max_depth < 1:
-        raise ValueError("fuse_ops: max_depth must be at least 1")
-    types = module_types(mod)
-    out = mod
-    for gv, fn in mod.functions.items():
-        new = fuse_function(fn, types, opt_level, max_depth)
-        if new is not fn:
-            out = out.with_function(gv, new)
+    return _fuse_in_context(PassContext.current(), mod, opt_level, max_depth)
+
+
+def _fuse_in_context(ctx: PassContext, mod: IRModule, opt_level: int, max_depth: int) -> IRModule:
+    """`fuse_module` with the input's types from `ctx`, which learns the result's."""
+    out, types = fuse_module(mod, ctx.module_types(mod), opt_level, max_depth)
+    ctx.remember_types(out, types)
     return out
 
 
@@ -322,5 +395,6 @@ class FuseOptions:
 @module_pass(name="fuse-ops", opt_level=0, required=("infer-type",), options=FuseOptions)
 def fuse_ops_pass(mod: IRModule, ctx: PassContext, options: FuseOptions) -> IRModule:
     """Fuse operators into `Primitive` functions; the context's opt level is TVM's fusion
-    level (0: every operator alone)."""
-    return fuse_ops(mod, opt_level=ctx.opt_level, max_depth=options.max_depth)
+    level (0: every operator alone). The context gives the input's types and learns the
+    result's."""
+    return _fuse_in_context(ctx, mod, ctx.opt_level, options.max_depth)

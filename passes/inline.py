@@ -26,7 +26,7 @@ from typing import cast
 from ..lang.expr import Call, Expr, Function, GlobalVar, Let, Tuple, Var
 from ..lang.freevars import bound_vars
 from ..lang.module import IRModule
-from ..lang.traversal import children, post_order, rewrite_post_order, with_children
+from ..lang.traversal import post_order, rewrite_post_order, substitute
 from .context import PassContext
 from .pass_base import NoOptions, module_pass
 from .to_graph import pure_nodes
@@ -37,14 +37,7 @@ def fresh_copy(body: Expr, params: dict[Var, Expr]) -> Expr:
     renamed: dict[Var, Expr] = dict(params)
     for var in bound_vars(body):
         renamed[var] = Var(var.name_hint, var.type_annotation, span=var.span)
-    memo: dict[int, Expr] = {}
-    for node in post_order(body):
-        if isinstance(node, Var):
-            memo[id(node)] = renamed.get(node, node)
-            continue
-        kids = children(node)
-        memo[id(node)] = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-    return memo[id(body)]
+    return substitute(body, renamed)
 
 
 def _calls_of(fn: Function, candidates: set[GlobalVar]) -> set[GlobalVar]:

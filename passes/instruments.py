@@ -1,5 +1,6 @@
 """Pass instruments: timing, IR printing, and the debug checker (well-formedness, types,
-normal forms, `@main`'s signature), plus the well-formedness check itself."""
+types a pass handed to the context, normal forms, `@main`'s signature), plus the
+well-formedness check itself."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from ..lang.expr import (
 from ..lang.module import IRModule
 from ..lang.op import Op
 from ..lang.traversal import children, pre_order, scope_operands
+from ..lang.types import Type
+from ..typecheck.result import ModuleTypes
 from ..typecheck.show import type_text
-from .module_types import module_types
 from .pass_base import Pass, PassError
 
 if TYPE_CHECKING:
@@ -221,9 +223,32 @@ def check_well_formed(mod: IRModule, culprit: str = "the module") -> None:
         raise PassError(f"{culprit} is not well-formed: " + "; ".join(problems[:5]))
 
 
+def _same_type(a: Type, b: Type) -> bool:
+    # shape variables compare by identity; two inferences may name the same one apart
+    return a is b or a == b or type_text(a) == type_text(b)
+
+
+def types_disagreement(claimed: ModuleTypes, inferred: ModuleTypes) -> str | None:
+    """How `claimed` (types a pass handed over) contradicts `inferred` (the type checker's
+    types of the same module), or None: every inferred node and global signature must be
+    claimed with the same type."""
+    for expr, ty in inferred.table.items():
+        other = claimed.table.get(expr)
+        if other is None:
+            return f"no type for a {type(expr).__name__} node"
+        if not _same_type(other, ty):
+            return f"a {type(expr).__name__} node has type {type_text(ty)}, not {type_text(other)}"
+    for name, sig in inferred.global_types.items():
+        other_sig = claimed.global_types.get(name)
+        if other_sig is None or not _same_type(other_sig, sig):
+            return f"@{name} has no or another signature"
+    return None
+
+
 class DebugInstrument(PassInstrument):
-    """After every pass: well-formedness, type inference, the promised normal form, and the
-    types of `@main` (its signature) unchanged. Before every pass: the normal form it needs.
+    """After every pass: well-formedness, type inference (types the pass handed to the
+    context must agree with it), the promised normal form, and the types of `@main` (its
+    signature) unchanged. Before every pass: the normal form it needs.
 
     Failures raise `PassError` naming the pass responsible.
     """
@@ -232,11 +257,16 @@ class DebugInstrument(PassInstrument):
         self._last: IRModule | None = None
         self._last_signature: str | None = None
 
-    def _signature(self, mod: IRModule, culprit: str) -> str | None:
+    def _signature(self, mod: IRModule, ctx: PassContext, culprit: str) -> str | None:
+        claimed = ctx.remembered_types(mod)
         try:
-            types = module_types(mod)
+            types = ctx.checked_types(mod)
         except Error as err:
             raise PassError(f"{culprit}: the result does not type-check:\n{err.render()}") from err
+        if claimed is not None and claimed is not types:
+            problem = types_disagreement(claimed, types)
+            if problem is not None:
+                raise PassError(f"{culprit} handed over wrong types: {problem}")
         sig = types.global_types.get("main")
         return None if sig is None else type_text(sig)
 
@@ -246,7 +276,7 @@ class DebugInstrument(PassInstrument):
         if problem is not None:
             raise PassError(f"pass '{p.name}' needs {p.needs} normal form, but {problem}")
         if mod is not self._last:
-            self._last_signature = self._signature(mod, f"the input of pass '{p.name}'")
+            self._last_signature = self._signature(mod, ctx, f"the input of pass '{p.name}'")
             self._last = mod
 
     def after_pass(self, p: Pass, before: IRModule, after: IRModule, ctx: PassContext) -> None:
@@ -256,7 +286,7 @@ class DebugInstrument(PassInstrument):
             signature = self._last_signature  # unchanged, and checked already
         else:
             check_well_formed(after, f"the result of {culprit}")
-            signature = self._signature(after, culprit)
+            signature = self._signature(after, ctx, culprit)
         if signature != self._last_signature:
             raise PassError(
                 f"{culprit} changed the signature of @main from "

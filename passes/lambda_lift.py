@@ -33,7 +33,7 @@ from typing import cast
 from ..lang.expr import Call, Expr, Function, GlobalVar, Let, Var
 from ..lang.freevars import free_vars
 from ..lang.module import IRModule
-from ..lang.traversal import children, post_order, substitute, with_children
+from ..lang.traversal import ExprMutator, children, post_order, substitute
 from ..typecheck import ModuleTypes, infer_module
 from .context import PassContext
 from .pass_base import NoOptions, module_pass
@@ -102,35 +102,8 @@ class _Lifter:
                 literals[id(node)] = _Literal(self.fresh_global(name), captured, recursive)
         if not literals:
             return fn
-        memo: dict[int, Expr] = {}
-        for node in order:
-            kids = children(node)
-            new = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-            if isinstance(node, Call):
-                lit = self._called(node.op, literals, let_bound)
-                if lit is not None:
-                    call = cast(Call, new)
-                    new = Call(lit.gv, (*lit.captured, *call.args), call.attrs, call.type_args)
-            elif isinstance(node, Function) and id(node) in literals:
-                new = self._make_global(cast(Function, new), literals[id(node)], escaping)
-            elif (
-                isinstance(node, Let)
-                and node.var not in escaping
-                and let_bound.get(node.var) is node.value
-            ):
-                new = memo[id(node.body)]
-            memo[id(node)] = new
-        return fn.replace(body=memo[id(fn.body)])
-
-    @staticmethod
-    def _called(
-        op: Expr, literals: dict[int, _Literal], let_bound: dict[Var, Function]
-    ) -> _Literal | None:
-        if isinstance(op, Var) and op in let_bound:
-            return literals.get(id(let_bound[op]))
-        if isinstance(op, Function):
-            return literals.get(id(op))
-        return None
+        rewriter = _Rewriter(self, literals, let_bound, escaping)
+        return fn.replace(body=rewriter.visit(fn.body))
 
     def _typed(self, var: Var) -> Var:
         """A new variable like `var`, annotated with its inferred type if it had none."""
@@ -139,7 +112,7 @@ class _Lifter:
             annotation = self.types.type_of(var)
         return Var(var.name_hint, annotation)
 
-    def _make_global(self, fn: Function, lit: _Literal, escaping: set[Var]) -> Expr:
+    def make_global(self, fn: Function, lit: _Literal, escaping: set[Var]) -> Expr:
         """Add the global for rewritten literal `fn`; the value that replaces it."""
         params = [self._typed(v) for v in lit.captured]
         own = [self._typed(p) for p in fn.params]
@@ -156,6 +129,50 @@ class _Lifter:
         )
         self.new_globals.append((lit.gv, global_fn))
         return _wrapper(fn, lit.gv, lit.captured, own)
+
+
+class _Rewriter(ExprMutator):
+    """Rewrites one global function's body once its literals are known: calls of lifted
+    literals call their globals, literals become their wrappers, and the lets of lifted
+    literals that do not escape are dropped."""
+
+    def __init__(
+        self,
+        lifter: _Lifter,
+        literals: dict[int, _Literal],
+        let_bound: dict[Var, Function],
+        escaping: set[Var],
+    ) -> None:
+        super().__init__()
+        self.lifter = lifter
+        self.literals = literals
+        self.let_bound = let_bound
+        self.escaping = escaping
+
+    def rewrite_node(self, node: Expr) -> Expr:
+        if (
+            isinstance(node, Let)
+            and node.var not in self.escaping
+            and self.let_bound.get(node.var) is node.value
+        ):
+            return self.rewritten(node.body)
+        new = self.rebuilt(node)
+        if isinstance(node, Call):
+            lit = self._called(node.op)
+            if lit is not None:
+                call = cast(Call, new)
+                return Call(lit.gv, (*lit.captured, *call.args), call.attrs, call.type_args)
+        elif isinstance(node, Function) and id(node) in self.literals:
+            literal = self.literals[id(node)]
+            return self.lifter.make_global(cast(Function, new), literal, self.escaping)
+        return new
+
+    def _called(self, op: Expr) -> _Literal | None:
+        if isinstance(op, Var) and op in self.let_bound:
+            return self.literals.get(id(self.let_bound[op]))
+        if isinstance(op, Function):
+            return self.literals.get(id(op))
+        return None
 
 
 def lambda_lift(mod: IRModule) -> IRModule:

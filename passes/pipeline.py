@@ -13,13 +13,12 @@ from ..lang.diagnostics import Error
 from ..lang.module import IRModule
 from ..lang.span import SourceFile, Span
 from .context import PassContext
-from .module_types import module_types
 from .pass_base import NoOptions, Pass, PassError, get_pass, module_pass
 
 
 @frozen
-class Step:
-    """One entry of a plan: the pass, whether it runs, and why."""
+class PlannedPass:
+    """One entry of a `Sequential`'s plan: the pass, whether it runs, and why."""
 
     pass_: Pass
     runs: bool
@@ -54,25 +53,25 @@ class Sequential:
     def __str__(self) -> str:
         return ",".join(str(p) for p in self.passes)
 
-    def plan(self, ctx: PassContext | None = None) -> list[Step]:
-        """The steps a run under `ctx` takes, required passes included."""
+    def plan(self, ctx: PassContext | None = None) -> list[PlannedPass]:
+        """The passes a run under `ctx` considers, in order, required passes included."""
         context = ctx if ctx is not None else PassContext.current()
-        steps: list[Step] = []
+        planned: list[PlannedPass] = []
         for p in self.passes:
             runs, reason = context.decide(p)
             if runs:
                 for name in _requirements(p):
-                    steps.append(Step(get_pass(name), True, f"required by {p.name}"))
-            steps.append(Step(p, runs, reason))
-        return steps
+                    planned.append(PlannedPass(get_pass(name), True, f"required by {p.name}"))
+            planned.append(PlannedPass(p, runs, reason))
+        return planned
 
     def describe(self, ctx: PassContext | None = None) -> str:
-        """One line per step: `run` or `skip`, the pass, and the reason."""
+        """One line per planned pass: `run` or `skip`, the pass, and the reason."""
         context = ctx if ctx is not None else PassContext.current()
         lines = [f"pipeline at opt_level={context.opt_level}:"]
-        for step in self.plan(context):
-            verb = "run " if step.runs else "skip"
-            lines.append(f"  {verb} {step.pass_!s:<30} ({step.reason})")
+        for planned in self.plan(context):
+            verb = "run " if planned.runs else "skip"
+            lines.append(f"  {verb} {planned.pass_!s:<30} ({planned.reason})")
         return "\n".join(lines)
 
     def __call__(self, mod: IRModule, ctx: PassContext | None = None) -> IRModule:
@@ -81,11 +80,11 @@ class Sequential:
         instruments = context.all_instruments
         for inst in instruments:
             inst.enter_pipeline(mod, context)
-        for step in self.plan(context):
-            if step.runs:
-                mod = context.run_pass(step.pass_, mod)
+        for planned in self.plan(context):
+            if planned.runs:
+                mod = context.run_pass(planned.pass_, mod)
             else:
-                context.report_skipped(step.pass_, step.reason)
+                context.report_skipped(planned.pass_, planned.reason)
         for inst in instruments:
             inst.exit_pipeline(mod, context)
         return mod
@@ -304,17 +303,17 @@ def bisect(
     seq = parse_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
     context = ctx if ctx is not None else PassContext.current()
     expected = interpret(mod, **inputs)
-    for index, step in enumerate(seq.plan(context)):
-        if not step.runs:
-            context.report_skipped(step.pass_, step.reason)
+    for index, planned in enumerate(seq.plan(context)):
+        if not planned.runs:
+            context.report_skipped(planned.pass_, planned.reason)
             continue
-        after = context.run_pass(step.pass_, mod)
+        after = context.run_pass(planned.pass_, mod)
         try:
             actual = interpret(after, **inputs)
         except Error as err:
-            return BisectResult(step.pass_, index, mod, after, expected, None, err)
+            return BisectResult(planned.pass_, index, mod, after, expected, None, err)
         if not values_close(expected, actual, rtol, atol):
-            return BisectResult(step.pass_, index, mod, after, expected, actual)
+            return BisectResult(planned.pass_, index, mod, after, expected, actual)
         mod = after
     return None
 
@@ -326,8 +325,8 @@ def bisect(
 def infer_type(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
     """Type-check the module (raising `TypeCheckError`) and return it unchanged; types
     are never stored in nodes: later passes of the pipeline get the same result from
-    `module_types` (or call `relay.typecheck.infer_module`)."""
-    module_types(mod)
+    `ctx.module_types(mod)`, which infers nothing when the context already knows them."""
+    ctx.module_types(mod)
     return mod
 
 

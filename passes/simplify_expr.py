@@ -1,9 +1,10 @@
 """`simplify-expr`: algebraic peepholes written with the dataflow pattern language.
 
-Each rule is a pattern and a few-line callback; the rules are combined with `+` and run
+Each rule is a pattern and a few-line callback reading types from the driver's context;
+the rules are combined with `+` and run by the rewrite driver (`pattern.rewrite`)
 bottom-up, each node rewritten until none fires there. Types are inferred once, then
-carried to rebuilt nodes and inferred locally for new ones (`pattern.retype`), so one
-linear sweep reaches the fixpoint (another runs only if a rule lacked a type). Rules:
+carried to rebuilt nodes and inferred locally for new ones, so one linear sweep reaches
+the fixpoint (another runs only if a rule lacked a type). Rules:
 `x * 1`, `1 * x`, `x + 0`, `0 + x`, `x - 0`, `x / 1` (only when the result type equals
 `x`'s type, so broadcasting never changes); chains of `reshape`/`squeeze`/`expand_dims`
 → one `reshape` (or `x` when the shape is unchanged); `transpose` of `transpose` → one
@@ -34,47 +35,38 @@ from ..lang.expr import Call, Constant, Expr, Function
 from ..lang.module import IRModule
 from ..lang.op import Op, get_op
 from ..lang.structural import structural_equal
-from ..lang.traversal import children, post_order, with_children
-from ..lang.types import TensorType, Type
-from ..typecheck import ModuleTypes, infer_expr
+from ..lang.types import TensorType
 from .context import PassContext
-from .pass_base import NoOptions, PassError, module_pass
-from .pattern import DFPattern, Rule, RuleSet, is_constant, is_op, wildcard
-from .pattern.matcher import Matcher, consumers
-from .pattern.retype import SweepTypes
-from .pattern.rewrite import RuleIndex
+from .pass_base import NoOptions, function_pass
+from .pattern import (
+    DFPattern,
+    RewriteContext,
+    Rule,
+    RuleSet,
+    apply_rules,
+    is_constant,
+    is_op,
+    wildcard,
+)
 
 MAX_SWEEPS = 100
-"""The most sweeps `simplify_expr` makes before giving up (a rule set bug)."""
+"""The most sweeps (and rewrites of one node) `simplify_expr` makes before giving up (a
+rule set bug)."""
 
-_RESHAPES = ("reshape", "squeeze", "expand_dims")
 
-
-class _Types:
-    """The types of the current sweep (looked up by node identity); `missing` records that
-    a rule asked for a type nobody knew (so another sweep, with fresh types, is needed)."""
-
-    def __init__(self) -> None:
-        self.types = ModuleTypes()
-        self.missing = False
-
-    def of(self, e: Expr) -> Type | None:
-        t = self.types.table.get(e)
-        if t is None:
-            self.missing = True
+def _static(ctx: RewriteContext, e: Expr) -> TensorType | None:
+    """The type of `e` if it is a tensor of static shape."""
+    t = ctx.type_of(e)
+    if isinstance(t, TensorType) and all(isinstance(d, int) for d in t.shape):
         return t
+    return None
 
-    def static(self, e: Expr) -> TensorType | None:
-        t = self.of(e)
-        if isinstance(t, TensorType) and all(isinstance(d, int) for d in t.shape):
-            return t
-        return None
 
-    def same(self, a: Expr, b: Expr) -> bool:
-        ta, tb = self.of(a), self.of(b)
-        if isinstance(ta, TensorType) and isinstance(tb, TensorType):
-            return ta.dtype == tb.dtype and ta.shape == tb.shape
-        return ta is not None and tb is not None and structural_equal(ta, tb)
+def _same_type(ctx: RewriteContext, a: Expr, b: Expr) -> bool:
+    ta, tb = ctx.type_of(a), ctx.type_of(b)
+    if isinstance(ta, TensorType) and isinstance(tb, TensorType):
+        return ta.dtype == tb.dtype and ta.shape == tb.shape
+    return ta is not None and tb is not None and structural_equal(ta, tb)
 
 
 def _all_equal(c: Constant, value: int) -> bool:
@@ -90,10 +82,10 @@ def _op_name(e: Expr) -> str:
     return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else ""
 
 
-def _arith_rules(ty: _Types) -> RuleSet:
+def _arith_rules() -> RuleSet:
     def identity(value: int) -> Callable[..., Expr | None]:
-        def callback(call: Expr, x: Expr, c: Constant) -> Expr | None:
-            return x if _all_equal(c, value) and ty.same(call, x) else None
+        def callback(call: Expr, x: Expr, c: Constant, ctx: RewriteContext) -> Expr | None:
+            return x if _all_equal(c, value) and _same_type(ctx, call, x) else None
 
         return callback
 
@@ -116,19 +108,19 @@ def _safe_newshape(call: Call) -> bool:
     return all(isinstance(d, int) and (d >= low or d == -1) for d in call.attrs.newshape)
 
 
-def _reshape_rules(ty: _Types) -> RuleSet:
+def _reshape_rules() -> RuleSet:
     def reshape_like() -> DFPattern:
         # a fresh pattern each time: one pattern object matches one expression
         return is_op("reshape") | is_op("squeeze") | is_op("expand_dims")
 
-    def unchanged(call: Expr, x: Expr) -> Expr | None:
-        out = ty.static(call)
-        return x if out is not None and ty.same(call, x) else None
+    def unchanged(call: Expr, x: Expr, ctx: RewriteContext) -> Expr | None:
+        out = _static(ctx, call)
+        return x if out is not None and _same_type(ctx, call, x) else None
 
-    def chain(call: Call, inner: Expr, x: Expr) -> Expr | None:
-        if ty.same(call, x) and ty.static(call) is not None:
+    def chain(call: Call, inner: Expr, x: Expr, ctx: RewriteContext) -> Expr | None:
+        if _same_type(ctx, call, x) and _static(ctx, call) is not None:
             return x
-        out = ty.static(call)
+        out = _static(ctx, call)
         if out is not None:
             shape = [d for d in out.shape if isinstance(d, int)]
             return _call("reshape", x, newshape=shape, allowzero=int(0 in shape))
@@ -149,18 +141,19 @@ def _axes(call: Call, ndim: int | None) -> list[int] | None:
     return [int(a) % n for a in axes]
 
 
-def _transpose_rules(ty: _Types) -> RuleSet:
-    def ndim(e: Expr) -> int | None:
-        t = ty.of(e)
-        return t.ndim if isinstance(t, TensorType) else None
+def _ndim(ctx: RewriteContext, e: Expr) -> int | None:
+    t = ctx.type_of(e)
+    return t.ndim if isinstance(t, TensorType) else None
 
-    def identity(call: Call, x: Expr) -> Expr | None:
-        axes = _axes(call, ndim(x))
+
+def _transpose_rules() -> RuleSet:
+    def identity(call: Call, x: Expr, ctx: RewriteContext) -> Expr | None:
+        axes = _axes(call, _ndim(ctx, x))
         return x if axes is not None and axes == list(range(len(axes))) else None
 
-    def compose(call: Call, inner: Call, x: Expr) -> Expr | None:
-        first = _axes(inner, ndim(x))
-        second = _axes(call, len(first) if first is not None else ndim(inner))
+    def compose(call: Call, inner: Call, x: Expr, ctx: RewriteContext) -> Expr | None:
+        first = _axes(inner, _ndim(ctx, x))
+        second = _axes(call, len(first) if first is not None else _ndim(ctx, inner))
         if first is None or second is None or len(first) != len(second):
             return None
         axes = [first[a] for a in second]
@@ -188,9 +181,9 @@ def widens_losslessly(src: str, mid: str) -> bool:
     return bool(np.can_cast(a, b, casting="safe"))
 
 
-def _cast_rules(ty: _Types) -> RuleSet:
-    def same(call: Call, x: Expr) -> Expr | None:
-        t = ty.of(x)
+def _cast_rules() -> RuleSet:
+    def same(call: Call, x: Expr, ctx: RewriteContext) -> Expr | None:
+        t = ctx.type_of(x)
         assert call.attrs is not None
         if isinstance(t, TensorType) and normalize_dtype(t.dtype) == normalize_dtype(
             str(call.attrs.dtype)
@@ -198,8 +191,8 @@ def _cast_rules(ty: _Types) -> RuleSet:
             return x
         return None
 
-    def twice(call: Call, inner: Call, x: Expr) -> Expr | None:
-        t = ty.of(x)
+    def twice(call: Call, inner: Call, x: Expr, ctx: RewriteContext) -> Expr | None:
+        t = ctx.type_of(x)
         assert inner.attrs is not None
         if isinstance(t, TensorType) and widens_losslessly(t.dtype, str(inner.attrs.dtype)):
             return Call(call.op, (x,), call.attrs, span=call.span)
@@ -211,82 +204,25 @@ def _cast_rules(ty: _Types) -> RuleSet:
     )
 
 
-def simplify_rules(ty: _Types) -> RuleSet:
-    """Every rule of `simplify-expr`, reading types from `ty`."""
-    return _arith_rules(ty) + _reshape_rules(ty) + _transpose_rules(ty) + _cast_rules(ty)
-
-
-_RULE_OPS = ("multiply", "add", "subtract", "divide", "transpose", "cast", *_RESHAPES)
-
-
-def _settle(rules: RuleIndex, matcher: Matcher, types: SweepTypes, node: Expr) -> Expr:
-    """`node` (whose operands are simplified already) rewritten until no rule fires."""
-    result = node
-    for _ in range(MAX_SWEEPS):
-        if _op_name(result) not in _RULE_OPS:
-            return result
-        for r in rules.at(result):
-            found = matcher.match(r.pattern, result)
-            if found is None:
-                continue
-            replacement = r.callback(**found.captures)
-            if replacement is not None and replacement is not result:
-                types.add(replacement)
-                result = replacement
-                break
-        else:
-            return result
-    raise PassError.at(node.span, f"simplify-expr did not settle in {MAX_SWEEPS} rewrites")
-
-
-def _sweep(rules: RuleIndex, root: Expr, types: SweepTypes) -> tuple[Expr, bool]:
-    """One bottom-up sweep: each node, rebuilt on its simplified operands, is rewritten
-    until no rule fires (every replacement is a new node on simplified operands, or one of
-    them, so the sweep leaves nothing to do unless a rule lacked a type)."""
-    memo: dict[int, Expr] = {}
-    fired = False
-    matcher = Matcher(lambda: types.types, lambda: consumers(root))
-    for node in post_order(root):
-        kids = children(node)
-        rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-        if rebuilt is not node:
-            types.carry(node, rebuilt)
-        result = _settle(rules, matcher, types, rebuilt)
-        fired = fired or result is not rebuilt
-        memo[id(node)] = result
-    return memo[id(root)], fired
+SIMPLIFY_RULES = _arith_rules() + _reshape_rules() + _transpose_rules() + _cast_rules()
+"""Every rule of `simplify-expr` (types come from the driver's `RewriteContext`)."""
 
 
 def simplify_function(fn: Function, mod: IRModule | None = None) -> Function:
     """`fn` with the `simplify-expr` rules applied until none fires."""
-    ty = _Types()
-    rules = RuleIndex(simplify_rules(ty))
-    expr: Expr = fn
-    if not any(_op_name(node) in _RULE_OPS for node in post_order(expr)):
-        return fn
-    for _ in range(MAX_SWEEPS):
-        ty.types = infer_expr(expr, mod)
-        ty.missing = False
-        expr, fired = _sweep(rules, expr, SweepTypes(ty.types))
-        if not fired or not ty.missing:
-            break
-    else:
-        raise PassError.at(fn.span, f"simplify-expr did not settle in {MAX_SWEEPS} sweeps")
-    assert isinstance(expr, Function)
-    return expr
+    out = apply_rules(SIMPLIFY_RULES, fn, mod, settle=True, max_sweeps=MAX_SWEEPS)
+    assert isinstance(out, Function)
+    return out
+
+
+@function_pass(name="simplify-expr", opt_level=0, include_primitive=True)
+def simplify_expr_pass(
+    fn: Function, mod: IRModule, ctx: PassContext, options: NoOptions
+) -> Function:
+    """Algebraic peepholes: identities of arithmetic, reshape, transpose and cast."""
+    return simplify_function(fn, mod)
 
 
 def simplify_expr(mod: IRModule) -> IRModule:
     """Every global function of `mod` simplified (TVM's `SimplifyExpr`)."""
-    out = mod
-    for gv, fn in mod.functions.items():
-        new = simplify_function(fn, out)
-        if new is not fn:
-            out = out.with_function(gv, new)
-    return out
-
-
-@module_pass(name="simplify-expr", opt_level=0)
-def simplify_expr_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
-    """Algebraic peepholes: identities of arithmetic, reshape, transpose and cast."""
-    return simplify_expr(mod)
+    return simplify_expr_pass.apply(mod, PassContext())

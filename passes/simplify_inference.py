@@ -9,7 +9,8 @@ of a `let`-bound variable is expanded when the call's arguments are atoms.
 `nn.layer_norm` and `nn.instance_norm` become `(x - mean) / sqrt(variance + e)` (biased
 variance, `mean` ops with `keepdims`) times gamma plus beta, and `nn.l2_normalize` becomes
 `x / sqrt(maximum(sum(x * x), eps))`, so that they can fuse. `nn.group_norm` is kept.
-Types (the rank of `x`) come from one inference of each function.
+The rules run through the rewrite driver in one bottom-up sweep; types (the rank of `x`)
+come from one inference of each function, carried to the nodes the sweep rebuilds.
 
     def @main(%x: Tensor[(1, 2, 3, 3), float32], %g: Tensor[(2), float32],
               %b: Tensor[(2), float32], %m: Tensor[(2), float32], %v: Tensor[(2), float32]) {
@@ -35,24 +36,14 @@ becomes
 
 from __future__ import annotations
 
-from ..lang.expr import (
-    Call,
-    Constant,
-    Expr,
-    Function,
-    GlobalVar,
-    Let,
-    TupleGetItem,
-    Var,
-    const,
-)
+from ..lang.expr import Call, Constant, Expr, Function, GlobalVar, Let, Var, const
 from ..lang.module import IRModule
 from ..lang.op import Op, get_op
-from ..lang.traversal import children, post_order, with_children
+from ..lang.traversal import post_order
 from ..lang.types import TensorType
-from ..typecheck import ModuleTypes, infer_expr
 from .context import PassContext
-from .pass_base import NoOptions, module_pass
+from .pass_base import NoOptions, function_pass
+from .pattern import RewriteContext, Rule, RuleSet, apply_rules, is_op, is_tuple_get_item, wildcard
 
 
 def _call(name: str, *args: Expr, **attrs: object) -> Call:
@@ -120,25 +111,16 @@ def expand_norm(call: Call, x_type: TensorType) -> Expr | None:
 
 
 _NORMS = ("nn.layer_norm", "nn.instance_norm", "nn.l2_normalize")
+_PROJECTED = ("nn.batch_norm", "nn.dropout")
 
 
-def _is_norm(e: Expr) -> bool:
-    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in _NORMS
+def _is_call_of(e: Expr, names: tuple[str, ...]) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in names
 
 
-def _is_call_of(e: Expr, name: str) -> bool:
-    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == name
-
-
-def _expansion(original: Call, call: Call, types: ModuleTypes) -> Expr | None:
-    """`call.0` simplified (`original` is the call before this sweep rebuilt it)."""
-    if _is_call_of(call, "nn.dropout"):
-        return call.args[0]
-    data = original.args[0]
-    x_type = types.type_of(data) if data in types else None
-    if isinstance(x_type, TensorType) and x_type.ndim > 0:
-        return expand_batch_norm(call, x_type)
-    return None
+def _tensor_type(ctx: RewriteContext, e: Expr) -> TensorType | None:
+    t = ctx.type_of(e)
+    return t if isinstance(t, TensorType) and t.ndim > 0 else None
 
 
 def _atomic(e: Expr) -> bool:
@@ -151,55 +133,52 @@ def _let_bound(fn: Function) -> dict[Var, Call]:
     for node in post_order(fn):
         if isinstance(node, Let) and isinstance(node.value, Call):
             value = node.value
-            if any(_is_call_of(value, n) for n in _OPS) and all(map(_atomic, value.args)):
+            if _is_call_of(value, _PROJECTED) and all(map(_atomic, value.args)):
                 bound[node.var] = value
     return bound
 
 
-_OPS = ("nn.batch_norm", "nn.dropout")
+def inference_rules(bound: dict[Var, Call]) -> RuleSet:
+    """The rules of `simplify-inference`; `bound` maps the variables whose projections are
+    expanded to the calls they are bound to (see `_let_bound`)."""
+
+    def projection(value: Expr, ctx: RewriteContext) -> Expr | None:
+        call = bound.get(value) if isinstance(value, Var) else value
+        if not isinstance(call, Call) or not _is_call_of(call, _PROJECTED):
+            return None
+        if _is_call_of(call, ("nn.dropout",)):
+            return call.args[0]
+        x_type = _tensor_type(ctx, call.args[0])
+        return None if x_type is None else expand_batch_norm(call, x_type)
+
+    def norm(call: Call, ctx: RewriteContext) -> Expr | None:
+        x_type = _tensor_type(ctx, call.args[0])
+        return None if x_type is None else expand_norm(call, x_type)
+
+    x, gamma, beta = wildcard(), wildcard(), wildcard()
+    scale_shift = (is_op("nn.layer_norm") | is_op("nn.instance_norm"))(x, gamma, beta)
+    return (
+        Rule(is_tuple_get_item(wildcard().named("value"), 0), projection, "project_norm")
+        + Rule(scale_shift.named("call"), norm, "expand_norm")
+        + Rule(is_op("nn.l2_normalize")(wildcard()).named("call"), norm, "expand_l2_normalize")
+    )
 
 
 def simplify_inference_function(fn: Function, mod: IRModule | None = None) -> Function:
     """`fn` with `nn.batch_norm(...).0` and `nn.dropout(...).0` expanded."""
-    types: ModuleTypes | None = None
-    bound = _let_bound(fn)
-    memo: dict[int, Expr] = {}
-    for node in post_order(fn):
-        kids = children(node)
-        rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-        if isinstance(node, TupleGetItem) and node.index == 0:
-            assert isinstance(rebuilt, TupleGetItem)
-            target, current = node.tuple_value, rebuilt.tuple_value
-            if isinstance(target, Var) and target in bound:
-                target = current = bound[target]
-            wanted = any(_is_call_of(target, n) for n in _OPS)
-            if wanted and isinstance(target, Call) and isinstance(current, Call):
-                if types is None and _is_call_of(target, "nn.batch_norm"):
-                    types = infer_expr(fn, mod)
-                new = _expansion(target, current, types or ModuleTypes())
-                rebuilt = rebuilt if new is None else new
-        elif isinstance(node, Call) and isinstance(rebuilt, Call) and _is_norm(node):
-            types = types if types is not None else infer_expr(fn, mod)
-            x_type = types.type_of(node.args[0]) if node.args[0] in types else None
-            if isinstance(x_type, TensorType) and x_type.ndim > 0:
-                rebuilt = expand_norm(rebuilt, x_type) or rebuilt
-        memo[id(node)] = rebuilt
-    out = memo[id(fn)]
+    out = apply_rules(inference_rules(_let_bound(fn)), fn, mod, fixpoint=False)
     assert isinstance(out, Function)
     return out
 
 
+@function_pass(name="simplify-inference", opt_level=0, include_primitive=True)
+def simplify_inference_pass(
+    fn: Function, mod: IRModule, ctx: PassContext, options: NoOptions
+) -> Function:
+    """Expand normalizations into arithmetic and remove `nn.dropout` for inference."""
+    return simplify_inference_function(fn, mod)
+
+
 def simplify_inference(mod: IRModule) -> IRModule:
     """Every global function of `mod` simplified for inference (TVM's `SimplifyInference`)."""
-    out = mod
-    for gv, fn in mod.functions.items():
-        new = simplify_inference_function(fn, out)
-        if new is not fn:
-            out = out.with_function(gv, new)
-    return out
-
-
-@module_pass(name="simplify-inference", opt_level=0)
-def simplify_inference_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
-    """Expand normalizations into arithmetic and remove `nn.dropout` for inference."""
-    return simplify_inference(mod)
+    return simplify_inference_pass.apply(mod, PassContext())

@@ -42,7 +42,7 @@ from ..lang.op import Op
 from ..lang.trampoline import run
 from ..lang.traversal import children, post_order, with_children
 from .context import PassContext
-from .pass_base import NoOptions, module_pass
+from .pass_base import NoOptions, function_pass
 
 ATOMS = (Var, GlobalVar, Constant, Op, Constructor)
 """The node classes that A-normal form allows as operands."""
@@ -100,7 +100,13 @@ def children_of_clause(clause: Clause) -> list[Expr]:
 
 
 class _Converter:
-    """Converts one function body; see the module docstring."""
+    """Converts one function body; see the module docstring.
+
+    Not an `ExprMutator`: a node's result depends on the scope it is bound in, and the
+    bindings are emitted in evaluation order (operands left to right, a scope's lets
+    before its result), so the walk is a recursive descent run on a trampoline
+    (`lang.trampoline`), not a bottom-up rebuild.
+    """
 
     def __init__(self, body: Expr) -> None:
         self.scopes = _Scopes()
@@ -205,15 +211,14 @@ def to_anf_function(fn: Function) -> Function:
     return fn.replace(body=to_anf_expr(fn.body))
 
 
+@function_pass(
+    name="to-anf", opt_level=1, options=NoOptions, produces="anf", include_primitive=True
+)
+def to_anf_pass(fn: Function, mod: IRModule, ctx: PassContext, options: NoOptions) -> Function:
+    """Convert every global function to A-normal form."""
+    return to_anf_function(fn)
+
+
 def to_anf(mod: IRModule) -> IRModule:
     """Every global function of `mod` in A-normal form."""
-    out = mod
-    for gv, fn in mod.functions.items():
-        out = out.with_function(gv, to_anf_function(fn))
-    return out
-
-
-@module_pass(name="to-anf", opt_level=1, options=NoOptions, produces="anf")
-def to_anf_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
-    """Convert every global function to A-normal form."""
-    return to_anf(mod)
+    return to_anf_pass.apply(mod, PassContext())

@@ -54,9 +54,9 @@ from ..lang.expr import (
 from ..lang.freevars import free_vars
 from ..lang.module import IRModule
 from ..lang.op import Op
-from ..lang.traversal import children, post_order, with_children
+from ..lang.traversal import ExprMutator, children, post_order
 from .context import PassContext
-from .pass_base import NoOptions, module_pass
+from .pass_base import NoOptions, function_pass
 
 _ATOMS = (Var, GlobalVar, Constant, Op, Constructor)
 
@@ -101,35 +101,40 @@ def to_graph_expr(root: Expr) -> Expr:
             inline[node.var] = node.value
     if not inline:
         return root
-    memo: dict[int, Expr] = {}
+    return _Inliner(inline).visit(root)
 
-    def get(kid: Expr) -> Expr:
-        if isinstance(kid, Var) and kid in inline:
-            return memo[id(inline[kid])]
-        return memo[id(kid)]
 
-    for node in order:
-        if isinstance(node, Var) and node in inline:
-            continue
-        if isinstance(node, Let) and node.var in inline:
-            memo[id(node)] = get(node.body)
-            continue
-        kids = children(node)
-        memo[id(node)] = with_children(node, [get(k) for k in kids]) if kids else node
-    return memo[id(root)]
+class _Inliner(ExprMutator):
+    """Drops the lets of the variables in `inline`; each use reads the rewritten value."""
+
+    def __init__(self, inline: dict[Var, Expr]) -> None:
+        super().__init__()
+        self.inline = inline
+        self.binders: dict[int, list[Var]] = {}
+        for var, value in inline.items():
+            self.binders.setdefault(id(value), []).append(var)
+
+    def rewrite_node(self, node: Expr) -> Expr:
+        if isinstance(node, Let) and node.var in self.inline:
+            return self.rewritten(node.body)
+        result = self.rebuilt(node)
+        for var in self.binders.get(id(node), ()):
+            self.memo[id(var)] = result  # its uses (all in the let's body) read the value
+        return result
+
+
+@function_pass(
+    name="to-graph-normal-form",
+    opt_level=1,
+    options=NoOptions,
+    produces="any",
+    include_primitive=True,
+)
+def to_graph_pass(fn: Function, mod: IRModule, ctx: PassContext, options: NoOptions) -> Function:
+    """Turn the lets of pure values into shared dataflow nodes (see the module docstring)."""
+    return cast(Function, to_graph_expr(fn))
 
 
 def to_graph(mod: IRModule) -> IRModule:
     """Every global function of `mod` with its pure lets turned into shared nodes."""
-    out = mod
-    for gv, fn in mod.functions.items():
-        new = cast(Function, to_graph_expr(fn))
-        if new is not fn:
-            out = out.with_function(gv, new)
-    return out
-
-
-@module_pass(name="to-graph-normal-form", opt_level=1, options=NoOptions, produces="any")
-def to_graph_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
-    """Turn the lets of pure values into shared dataflow nodes (see the module docstring)."""
-    return to_graph(mod)
+    return to_graph_pass.apply(mod, PassContext())

@@ -1,10 +1,23 @@
-"""`relay.testing`: hypothesis strategies for programs (and, later, pass-checking helpers).
+"""`relay.testing`: hypothesis strategies for programs, and helpers to check passes and kernels.
 
-from hypothesis import given
-from relay.testing import modules
+    from hypothesis import given
+    from relay.testing import check_pass, op_calls
 
-@given(modules())
-def test_my_pass_keeps_programs_well_formed(mod): ...
+    def test_my_pass():
+        check_pass("fold-constant,dce")  # on random well-typed programs, against the interpreter
+
+    @given(op_calls("nn.conv2d"))
+    def test_my_conv_kernel(call): ...
+
+* `strategies`: syntactic modules, expressions, types, patterns and attributes;
+* `typed_ops/`: valid random calls of every operator (`op_calls`), one module per operator
+  family, joined in the `GENERATORS` table (the "test generator" facet);
+* `typed_programs`: well-typed dataflow and functional programs built from those calls, and
+  inputs for them;
+* `check_pass`: run a pass on generated programs and compare with the interpreter;
+* `compute_check`: compare a compute definition (and its default schedule) with the
+  operator's reference implementation;
+* `relations`: call a type relation on its own (`op_call_type`).
 """
 
 from .check_pass import check_once, check_pass

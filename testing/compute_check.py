@@ -33,10 +33,10 @@ from types import ModuleType
 
 import numpy as np
 
-from ..backend.lower.computes import compute_for
+from ..backend.lower import computes
 from ..backend.lower.computes.elementwise import static_dims
-from ..backend.lower.target import Target
 from ..backend.runtime.op_impls import implementation_for
+from ..backend.target import Target
 from ..backend.te import placeholder
 from ..backend.te.evaluate import evaluate
 from ..backend.te.schedule import Schedule
@@ -67,7 +67,8 @@ def compute_and_reference(
         types = [TensorType(a.shape, str(a.dtype)) for a in arrays]
         out_type = op_call_type(op_name, *types, tuple_arg=tuple_arg, **attrs)
     holders = [placeholder(a.shape, str(a.dtype), f"p{k}") for k, a in enumerate(arrays)]
-    outs = compute_for(op)(checked, holders, out_type)  # tuple fields flat, as lowering does
+    # tuple fields flat, like lowering
+    outs = computes.apply_compute(op, checked, holders, out_type)
     got = evaluate(outs, dict(zip(holders, arrays)), strict_select=True)
     args = [tuple(arrays)] if tuple_arg else list(arrays)
     with np.errstate(all="ignore"):
@@ -128,7 +129,7 @@ def apply_compute(
     checked = op.make_attrs(**attrs) if op.attrs_schema is not None else None
     types = [TensorType(static_dims(t), t.dtype) for t in inputs]
     out_type = op_call_type(op_name, *types, tuple_arg=False, **attrs)
-    (out,) = compute_for(op)(checked, list(inputs), out_type)
+    (out,) = computes.apply_compute(op, checked, list(inputs), out_type)
     return out, checked
 
 
@@ -141,8 +142,9 @@ def run_default_schedule(
     """Schedule `outputs` with the default schedules for `target` (the host when None), lower
     them with `inputs` as parameters, compile, and run on `arrays`; returns (the output arrays,
     the schedule)."""
-    from ..backend.codegen import aligned_copy, compile_module
+    from ..backend.codegen import compile_module
     from ..backend.lower.lower_func import schedule_outputs
+    from ..backend.runtime.native import aligned_copy
     from ..backend.te import lower
     from ..backend.tir.transform import lower_pipeline
 

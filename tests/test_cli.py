@@ -1,5 +1,6 @@
 """The `relay` command line, run in a subprocess: exit codes, diagnostics, outputs."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,7 +78,7 @@ def test_bad_usage_exits_2():
     assert relay()[0] == 2
     assert relay("frobnicate")[0] == 2
     code, _, err = relay("run", "x.relay", "--target", "cuda")
-    assert code == 2 and "invalid choice" in err
+    assert code == 2 and "unknown target kind `cuda`" in err
 
 
 def test_check_prints_global_types(files):
@@ -199,7 +200,7 @@ def test_run_wrong_inputs_are_diagnosed(files, tmp_path, arrays, message):
 def test_run_compiles_with_llvm_by_default_and_matches_the_interpreter(files, tmp_path):
     code, out, err = relay("run", files["good"], "--output", tmp_path / "native.npz")
     assert code == 0, err
-    assert "target llvm, compiled in" in out
+    assert re.search(r"target llvm -num-threads=\d+, compiled in", out), out
     code, _, err = relay("run", files["good"], "--target", "interp", "--output", tmp_path / "i.npz")
     assert code == 0, err
     with np.load(tmp_path / "native.npz") as a, np.load(tmp_path / "i.npz") as b:

@@ -3,8 +3,8 @@ and dtype (and tuple structure) the reference implementation produces.
 
 The calls come from `relay.testing.typed_ops` (valid shapes, attributes, index constants in
 range); the relation is applied directly (`call_type`) and the implementation is called with
-random values of the argument types (`implementation_for`). Every operator must have a call
-generator, except the few in `NO_GENERATOR` (each with its reason).
+random values of the argument types (`implementation_for`). That every operator has a
+call generator is checked with the other facets in `test_operator_facets.py`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,6 @@ from relay.testing import op_calls
 from relay.testing.typed_ops import GENERATORS, Nonzero, OpCall, Tape, call_type, spec_type
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "int8", "uint8", "bool")
-
-NO_GENERATOR: dict[str, str] = {
-    # operator name -> why no valid call of it is generated (none today)
-}
 
 
 def arg_value(spec: object, rng: np.random.Generator) -> np.ndarray:
@@ -108,10 +104,3 @@ def test_a_call_built_for_a_given_input_takes_it(op: Op, first: bytes, second: b
         if made is not None and made.primary is not None:
             assert spec_type(made.args[made.primary]) == other, op.name
             call_type(made)
-
-
-def test_every_operator_has_a_call_generator() -> None:
-    missing = [op.name for op in all_ops() if op not in GENERATORS and op.name not in NO_GENERATOR]
-    assert not missing, f"operators without a call generator: {', '.join(missing)}"
-    stale = [name for name in NO_GENERATOR if any(op.name == name for op in GENERATORS)]
-    assert not stale, f"NO_GENERATOR lists operators that have a generator: {stale}"

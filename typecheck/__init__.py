@@ -10,7 +10,6 @@ from .relations import (
     Relation,
     RelationContext,
     RelationError,
-    relation,
     relation_for,
 )
 from .result import ModuleTypes
@@ -30,7 +29,6 @@ __all__ = [
     "check_module",
     "infer_expr",
     "infer_module",
-    "relation",
     "relation_for",
     "type_text",
 ]

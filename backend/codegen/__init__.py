@@ -1,8 +1,9 @@
 """Native code generation: loop IR (TIR `PrimFunc`s) to LLVM IR with llvmlite, optimized for
-the host CPU, linked in-process (MCJIT) or saved as object code.
+a `Target`'s CPU and features (default: the host), linked in-process (MCJIT) or saved as
+object code.
 
-* `compile_module(funcs, entry)` → `CompiledLibrary` (`.get(name)` ctypes functions,
-  `.llvm_ir`, `.asm`, `.object_code`); `load_library(object_code)` loads one back.
+* `compile_module(funcs, entry, target=...)` → `CompiledLibrary` (`.get(name)` ctypes
+  functions, `.llvm_ir`, `.asm`, `.object_code`); `load_library(object_code)` loads one back.
 * `EntryPlan`/`KernelCall`/`BufferRef`: the model entry function calling kernels in order.
 * `set_num_threads`/`get_num_threads`: the persistent thread pool (written in LLVM IR).
 * `emit_primfunc(module, func)`: one kernel into an llvmlite `ir.Module`.
@@ -10,8 +11,6 @@ the host CPU, linked in-process (MCJIT) or saved as object code.
 
 from .compile import (
     CompiledLibrary,
-    aligned_copy,
-    aligned_empty,
     build_ir,
     compile_module,
     load_library,
@@ -27,8 +26,6 @@ __all__ = [
     "CompiledLibrary",
     "EntryPlan",
     "KernelCall",
-    "aligned_copy",
-    "aligned_empty",
     "build_ir",
     "compile_module",
     "emit_entry",

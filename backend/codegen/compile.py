@@ -1,10 +1,11 @@
 """Compiling kernels to native code, and loading saved object code without recompiling.
 
-`compile_module(funcs, entry)` emits every PrimFunc (and the optional model entry function)
-into one LLVM module, optimizes it for the host CPU, emits object code, and links that object
+`compile_module(funcs, entry, target=...)` emits every PrimFunc (and the optional model entry
+function) into one LLVM module, optimizes it for the target's CPU and features (default: the
+host), emits object code, and links that object
 code into a fresh MCJIT execution engine: the code that runs is exactly `.object_code`, so a
 saved library behaves like the freshly compiled one. `load_library(object_code)` does only the
-last step, in any process on the same kind of machine.
+last step, in any process on a machine with the features the code was compiled for.
 
 Each library carries a manifest (a JSON string in the global `__relay_manifest`) naming its
 functions and their parameter counts, so a loaded library knows its own signatures. The
@@ -21,9 +22,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import llvmlite.binding as llvm
-import numpy as np
 from llvmlite import ir
 
+from ..target import Target
 from ..tir.stmt import PrimFunc
 from . import llvm_target, threadpool
 from .entry import EntryPlan, emit_entry
@@ -53,6 +54,7 @@ class CompiledLibrary:
         manifest: dict[str, Any],
         llvm_ir: str | None = None,
         llvm_ir_unoptimized: str | None = None,
+        target: Target | None = None,
     ) -> None:
         self._engine = engine
         self.object_code = object_code
@@ -60,6 +62,7 @@ class CompiledLibrary:
         self.entry: str | None = manifest.get("entry")
         self.llvm_ir = llvm_ir
         self.llvm_ir_unoptimized = llvm_ir_unoptimized
+        self.target = target
         self._asm: str | None = None
         self._cache: dict[str, Callable[..., None]] = {}
 
@@ -68,7 +71,7 @@ class CompiledLibrary:
         """The assembly of the optimized module (computed on first use)."""
         if self._asm is None and self.llvm_ir is not None:
             ref = llvm.parse_assembly(self.llvm_ir)
-            self._asm = llvm_target.target_machine().emit_assembly(ref)
+            self._asm = llvm_target.target_machine(self.target).emit_assembly(ref)
         return self._asm
 
     def names(self) -> list[str]:
@@ -93,7 +96,7 @@ class CompiledLibrary:
             if not a.flags.c_contiguous or a.ctypes.data % ALIGNMENT:
                 raise ValueError(
                     f"argument {k} of `{name}` must be C-contiguous and {ALIGNMENT}-byte "
-                    "aligned (see `aligned_empty`)"
+                    "aligned (see `relay.backend.runtime.native.aligned_empty`)"
                 )
         fn(*(a.ctypes.data for a in arrays))
 
@@ -109,23 +112,6 @@ class CompiledLibrary:
             cfn._library = self  # type: ignore[attr-defined]  # keep the code alive
             self._cache[name] = fn = cfn
         return fn
-
-
-def aligned_empty(shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
-    """An uninitialized C-contiguous array whose data is `ALIGNMENT`-byte aligned."""
-    dt = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    raw = np.empty(count * dt.itemsize + ALIGNMENT, dtype=np.uint8)
-    start = -raw.ctypes.data % ALIGNMENT
-    return raw[start : start + count * dt.itemsize].view(dt).reshape(shape)
-
-
-def aligned_copy(array: Any) -> np.ndarray:
-    """A C-contiguous, `ALIGNMENT`-byte aligned copy of `array`."""
-    a = np.asarray(array)
-    out = aligned_empty(a.shape, a.dtype)
-    out[...] = a
-    return out
 
 
 def _manifest(funcs: Sequence[PrimFunc], entry: EntryPlan | None) -> dict[str, Any]:
@@ -175,17 +161,19 @@ def compile_module(
     entry: EntryPlan | None = None,
     name: str = "relay_module",
     optimize: bool = True,
+    target: Target | None = None,
 ) -> CompiledLibrary:
-    """Compile `funcs` (and the model entry function `entry`) to native code for this CPU."""
+    """Compile `funcs` (and the model entry function `entry`) to native code for `target`'s
+    CPU and features (default: this host's)."""
     module, manifest = build_ir(funcs, entry, name)
     text = str(module)
     ref = llvm.parse_assembly(text)
     ref.verify()
     if optimize:
-        llvm_target.optimize(ref)
-    object_code = bytes(llvm_target.target_machine().emit_object(ref))
+        llvm_target.optimize(ref, target=target)
+    object_code = bytes(llvm_target.target_machine(target).emit_object(ref))
     engine = _link(object_code)
-    return CompiledLibrary(engine, object_code, manifest, str(ref), text)
+    return CompiledLibrary(engine, object_code, manifest, str(ref), text, target)
 
 
 def undefined_symbols(object_code: bytes) -> list[str]:

@@ -21,20 +21,17 @@ integer divisors of inactive lanes become 1.
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from llvmlite import ir
 
-from ...lang.trampoline import run
+from ...lang.trampoline import Step, run
 from ..tir import expr as tx
 from ..tir import stmt as ts
 from ..tir.stmt import PrimFunc
 from ..tir.visitor import sub_expressions
-from . import arith, memory
+from . import llvm_arith, memory
 from .llvm_types import PTR, VOID, CodegenError, constant, elem_bytes, lanes, llvm_type, splat
-
-Step = Generator[Any, Any, Any]
 
 
 def pointer_param_attrs(arg: ir.Argument, elem_align: int = 1) -> None:
@@ -146,21 +143,21 @@ class KernelEmitter:
     def _binary(self, e: tx.BinaryOp) -> Step:
         x = yield self.expr(e.a)
         y = yield self.expr(e.b)
-        return arith.binary(self.builder, type(e), x, y, e.a.dtype, self.mask)
+        return llvm_arith.binary(self.builder, type(e), x, y, e.a.dtype, self.mask)
 
     def _compare(self, e: tx.CmpOp) -> Step:
         x = yield self.expr(e.a)
         y = yield self.expr(e.b)
-        return arith.compare(self.builder, type(e), x, y, e.a.dtype)
+        return llvm_arith.compare(self.builder, type(e), x, y, e.a.dtype)
 
     def _logical(self, e: tx.And | tx.Or) -> Step:
         x = yield self.expr(e.a)
         y = yield self.expr(e.b)
-        return arith.logical(self.builder, type(e), x, y)
+        return llvm_arith.logical(self.builder, type(e), x, y)
 
     def _not(self, e: tx.Not) -> Step:
         x = yield self.expr(e.a)
-        return arith.logical(self.builder, tx.Not, x)
+        return llvm_arith.logical(self.builder, tx.Not, x)
 
     def _select(self, e: tx.Select) -> Step:
         c = yield self.expr(e.condition)
@@ -177,7 +174,7 @@ class KernelEmitter:
 
     def _cast(self, e: tx.Cast) -> Step:
         v = yield self.expr(e.value)
-        return arith.cast(self.builder, v, e.value.dtype, e.dtype)
+        return llvm_arith.cast(self.builder, v, e.value.dtype, e.dtype)
 
     def _let(self, e: tx.Let) -> Step:
         v = yield self.expr(e.value)
@@ -227,7 +224,7 @@ class KernelEmitter:
         if lanes(c) > 1:
             outer = self.mask
             m_t = c if outer is None else b.and_(outer, c)
-            not_c = arith.logical(b, tx.Not, c)
+            not_c = llvm_arith.logical(b, tx.Not, c)
             m_f = not_c if outer is None else b.and_(outer, not_c)
             saved = self.push_scope(m_t)
             t = yield self.expr(t_e)

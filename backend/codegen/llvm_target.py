@@ -1,7 +1,9 @@
-"""The host target: one LLVM initialization, a TargetMachine for this CPU, and the O3 pipeline.
+"""LLVM for a `Target`: one LLVM initialization, a TargetMachine per target, the O3 pipeline.
 
-`target_machine()` describes the host CPU by name and feature list (`cascadelake`, `+avx512f`,
-...), at opt level 3. On CPUs where LLVM prefers 256-bit vectors even though AVX-512 exists
+`target_machine(target)` describes the target's CPU by name and a full feature list (every
+feature LLVM knows for this host, `+` when the target has it, `-` otherwise, so a named CPU's
+defaults never add features the target turned off), at opt level 3; no target means the
+host (`Target.host()`). On CPUs where LLVM prefers 256-bit vectors even though AVX-512 exists
 (Skylake-X, Cascade Lake) we turn that tuning off (`-prefer-256-bit`), so both our explicit
 16-lane float vectors and LLVM's own loop vectorizer use full zmm registers: the kernels here
 are throughput-bound loops, where 512-bit vectors win. `optimize(module_ref)` runs LLVM's
@@ -15,6 +17,8 @@ import functools
 import threading
 
 import llvmlite.binding as llvm
+
+from ..target import Target, host_info
 
 _lock = threading.Lock()
 _initialized = False
@@ -41,15 +45,15 @@ def initialize() -> None:
         _initialized = True
 
 
-@functools.cache
-def host_cpu() -> tuple[str, str]:
-    """The host CPU's name and LLVM feature string (with `EXTRA_FEATURES` applied)."""
-    initialize()
-    name = llvm.get_host_cpu_name()
-    features = llvm.get_host_cpu_features().flatten()
-    if "+avx512f" in features.split(","):
-        features = ",".join([features, *EXTRA_FEATURES])
-    return name, features
+def feature_string(target: Target) -> str:
+    """The LLVM feature string of `target` (with `EXTRA_FEATURES` on AVX-512 targets)."""
+    enabled = set(target.features)
+    known = host_info().known
+    flags = [("+" if name in enabled else "-") + name for name in sorted(known)]
+    flags += [f"+{name}" for name in target.features if name not in known]
+    if "avx512f" in enabled:
+        flags += EXTRA_FEATURES
+    return ",".join(flags)
 
 
 @functools.cache
@@ -59,20 +63,33 @@ def triple() -> str:
     return str(llvm.get_process_triple())
 
 
+def target_machine(target: Target | None = None) -> llvm.TargetMachine:
+    """The shared TargetMachine for `target` (default: the host) at opt level 3, for
+    optimizing and emitting code (position-independent, so object code can be loaded
+    anywhere). Never hand it to an execution engine: engines take ownership of theirs (use
+    `new_target_machine`)."""
+    return _shared_machine(*_machine_key(target))
+
+
+def _machine_key(target: Target | None) -> tuple[str, str]:
+    t = target if target is not None else Target.host()
+    return t.cpu, feature_string(t)
+
+
 @functools.cache
-def target_machine() -> llvm.TargetMachine:
-    """The shared TargetMachine for the host CPU at opt level 3, for optimizing and emitting
-    code (position-independent, so object code can be loaded anywhere). Never hand it to an
-    execution engine: engines take ownership of theirs (use `new_target_machine`)."""
-    return new_target_machine()
+def _shared_machine(cpu: str, features: str) -> llvm.TargetMachine:
+    return _create_machine(cpu, features)
 
 
-def new_target_machine() -> llvm.TargetMachine:
-    """A fresh TargetMachine like `target_machine()`, e.g. for an execution engine to own."""
-    name, features = host_cpu()
-    target = llvm.Target.from_triple(triple())
-    return target.create_target_machine(
-        cpu=name, features=features, opt=3, reloc="pic", codemodel="jitdefault"
+def new_target_machine(target: Target | None = None) -> llvm.TargetMachine:
+    """A fresh TargetMachine like `target_machine(target)`, e.g. for an engine to own."""
+    return _create_machine(*_machine_key(target))
+
+
+def _create_machine(cpu: str, features: str) -> llvm.TargetMachine:
+    initialize()
+    return llvm.Target.from_triple(triple()).create_target_machine(
+        cpu=cpu, features=features, opt=3, reloc="pic", codemodel="jitdefault"
     )
 
 
@@ -82,25 +99,13 @@ def data_layout() -> str:
     return str(target_machine().target_data)
 
 
-def has_avx512() -> bool:
-    """Whether the host has AVX-512 (foundation)."""
-    return "+avx512f" in host_cpu()[1].split(",")
-
-
-def native_vector_bits() -> int:
-    """Width in bits of the widest vector register the code generator targets."""
-    features = host_cpu()[1].split(",")
-    if "+avx512f" in features:
-        return 512
-    if "+avx" in features:
-        return 256
-    return 128
-
-
-def optimize(module_ref: llvm.ModuleRef, speed_level: int = 3) -> None:
-    """Run the default O`speed_level` module pipeline over `module_ref` in place, with loop
-    vectorization, SLP vectorization, loop interleaving and unrolling enabled."""
-    tm = target_machine()
+def optimize(
+    module_ref: llvm.ModuleRef, speed_level: int = 3, target: Target | None = None
+) -> None:
+    """Run the default O`speed_level` module pipeline for `target` (default: the host) over
+    `module_ref` in place, with loop vectorization, SLP vectorization, loop interleaving and
+    unrolling enabled."""
+    tm = target_machine(target)
     pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True

@@ -24,7 +24,7 @@ from ..tir import expr as tx
 from ..tir import stmt as ts
 from ..tir.buffer import Buffer
 from ..tir.dtypes import is_bool, lanes_of
-from . import arith
+from . import llvm_arith
 from .llvm_types import (
     I1,
     I8,
@@ -121,7 +121,7 @@ def _all_true(n: int) -> ir.Constant:
 
 
 def _from_memory(em: KernelEmitter, buffer: Buffer, v: ir.Value) -> ir.Value:
-    return arith.from_bool_memory(em.builder, v) if is_bool(buffer.dtype) else v
+    return llvm_arith.from_bool_memory(em.builder, v) if is_bool(buffer.dtype) else v
 
 
 def load(em: KernelEmitter, e: tx.BufferLoad) -> Step:
@@ -197,7 +197,7 @@ def store(em: KernelEmitter, s: ts.BufferStore) -> Step:
     n = lanes_of(index.dtype)
     value = yield em.expr(s.value)
     if is_bool(buf.dtype):
-        value = arith.to_bool_memory(b, value)
+        value = llvm_arith.to_bool_memory(b, value)
     if n == 1:
         if isinstance(value.type, ir.VectorType):
             raise CodegenError(f"a vector value is stored to one element of `{buf.name}`")

@@ -22,10 +22,12 @@ itself in `active` before it reads `cur_job`; the caller, when all tasks are don
 A `busy` flag taken with `cmpxchg` makes a nested or concurrent parallel loop (another
 Python thread calling a kernel at the same time) run inline on its own thread.
 
-`set_num_threads(n)` (default: the size of `os.sched_getaffinity(0)`, or `RELAY_NUM_THREADS`)
-changes how many threads take part; 1 runs every loop inline. At interpreter exit the
-workers are woken and joined (no hang, no code freed under a running thread); after
-`os.fork` the child starts with no workers and makes its own on demand.
+`set_num_threads(n)` (default: the CPUs this process may use) changes how many threads take
+part; 1 runs every loop inline. A build or a loaded artifact sets it from its `Target`
+(the environment is read only at the API and CLI edge, `relay.driver.default_target`).
+At interpreter exit the workers are woken and joined (no hang, no code freed under a
+running thread); after `os.fork` the child starts with no workers and makes its own on
+demand.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ..target import cpu_count
 from . import llvm_target
 from .llvm_types import I32, I64, PTR, VOID, FunctionPointerType, declare, gep
 
@@ -422,11 +425,8 @@ _lock = threading.Lock()
 
 
 def default_num_threads() -> int:
-    """`RELAY_NUM_THREADS` if set (and valid), else the number of CPUs this process may use."""
-    env = os.environ.get("RELAY_NUM_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return len(os.sched_getaffinity(0))
+    """The thread count of a pool no target has set: the CPUs this process may use."""
+    return cpu_count()
 
 
 def runtime() -> PoolRuntime:

@@ -1,23 +1,24 @@
 """Lower one fused Relay function (`Primitive=1`) to a scheduled loop-IR kernel.
 
-    kernel = lower_primitive(fn, types, "fused_dense_relu", host_target())
+    kernel = lower_primitive(fn, types, "fused_dense_relu", Target.host())
     kernel.func        # PrimFunc(params: fn's params, lifted constants, outputs)
     kernel.constants   # the arrays to pass for the lifted constants
 
 Three steps:
 
 1. `lower_to_te`: the body is walked in post-order (iteratively); a parameter becomes a
-   placeholder, an operator call its compute definition (`computes.compute_for`), a tuple a
+   placeholder, an operator call its compute definition (`computes.apply_compute`), a tuple a
    Python tuple of tensors. A scalar constant becomes an immediate (a 0-d compute that is
    inlined); any other constant is lifted to an extra input. Every output tensor is one that
    the kernel writes: an output that is an input, a constant, or another output is copied.
 2. `schedule_outputs`: injective stages that are not outputs are inlined into their
    consumers, unless the inlined expression would grow deeper than `MAX_INLINE_DEPTH` (or
    larger than `MAX_INLINE_SIZE` nodes), in which case the deepest producers stay at root.
-   The anchor (the stage whose tag has the highest priority in the schedule table:
-   conv2d/dense/batch_matmul > pool/softmax/reduce > injective) picks the schedule function;
-   every materialized stage it leaves untouched at root gets the default loop nest of its
-   kind (`schedules.generic.schedule_secondary`).
+   The anchor picks the schedule function by the operator whose compute made it
+   (`schedules.pick_anchor`: the operator with the highest fusion pattern kind that has a
+   rule for it, e.g. conv2d, dense, a pool, softmax or a reduction); every materialized
+   stage it leaves untouched at root gets the default loop nest of its kind
+   (`schedules.generic.schedule_secondary`).
 3. `te.lower` builds the PrimFunc (inputs the outputs do not read still get a param).
 
 Errors: `MissingComputeError` (an operator has no compute definition) and `LoweringError`
@@ -39,14 +40,14 @@ from ...lang.traversal import post_order
 from ...lang.types import FuncType, TensorType, TupleType, Type
 from ...typecheck import infer_expr
 from ...typecheck.result import ModuleTypes
+from ..target import Target
 from ..te.tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor, compute, placeholder
 from ..tir.buffer import decl_buffer
 from ..tir.expr import Reduce, const
 from ..tir.stmt import PrimFunc
 from ..tir.visitor import children as tir_children
-from .computes import compute_for, has_compute
+from .computes import apply_compute, has_compute
 from .schedules import is_injective_tag, stage_order
-from .target import Target, host_target
 
 MAX_INLINE_DEPTH = 150
 """Deepest expression (nodes on the longest path) that inlining may build."""
@@ -95,8 +96,8 @@ class LoweredKernel:
 
     `func` takes, in order, a buffer per (flattened) parameter of the function, one per
     lifted constant (pass `constants` for them) and one per output tensor. `anchor_tag` is
-    the tag that chose the schedule; `trace` is the schedule's recorded primitives; `te` the
-    tensor expressions it was built from."""
+    the tag of the anchor stage (whose operator chose the schedule); `trace` is the
+    schedule's recorded primitives; `te` the tensor expressions it was built from."""
 
     name: str
     func: PrimFunc
@@ -272,7 +273,7 @@ def _lower_call(node: Call, value_of: Any, table: Any) -> TensorTree:
         inputs.extend(_flatten_tree(value_of(arg)))
     out_type = table.type_of(node)
     flat_out = _flatten_type(out_type, f"the result of {op.name}")
-    results = compute_for(op)(node.attrs, inputs, out_type)
+    results = apply_compute(op, node.attrs, inputs, out_type)
     if len(results) != len(flat_out):
         raise LoweringError(
             f"the compute of {op.name} returned {len(results)} tensors for {len(flat_out)} outputs"
@@ -406,18 +407,18 @@ def schedule_outputs(outputs: Sequence[Tensor], target: Target | None = None) ->
     """The schedule of a kernel computing `outputs` (module docstring, step 2), and the
     anchor tensor that chose it."""
     from ..te.schedule import create_schedule
-    from .schedules import pick_anchor, schedule_for
+    from .schedules import pick_anchor
     from .schedules.generic import schedule_secondary
 
-    target = target or host_target()
+    target = target or Target.host()
     s = create_schedule([t.op for t in outputs])
     inlined = choose_inlined(outputs)
     for op in inlined:
         s[op].compute_inline()
     inlined_ids = {id(op) for op in inlined}
     order = stage_order(outputs)
-    anchor = pick_anchor(order, outputs, inlined_ids)
-    schedule_for(anchor)(s, list(outputs), anchor, target)
+    anchor, schedule = pick_anchor(order, outputs, inlined_ids)
+    schedule(s, list(outputs), anchor, target)
     schedule_secondary(s, target)
     return s, anchor
 

@@ -1,7 +1,16 @@
-"""Run-time: the reference interpreter (the oracle) and its run-time values.
+"""Run-time: what runs — compiled models, the reference interpreter (the oracle) and its
+values. Nothing here compiles: `backend.build` makes compiled models and hands them their
+native library.
 
-`interpret(mod, *args, **inputs)` runs `@main` on numpy inputs; `evaluate(expr, env, mod)`
-evaluates one expression. Operator semantics live in `op_impls` (one table keyed by `Op`).
+* `compiled`: `CompiledModel` (argument checks, one native entry call per run, the
+  interpreter for kernels without native code, `save` through the build's writer).
+* `plan`: the values a compiled model executes (`GraphPlan`, `Slot`, `KernelStep`,
+  `MemoryPlan`).
+* `native`: the host side of native code (`aligned_empty`, `aligned_copy`, the
+  `NativeLibrary` protocol).
+* `interpreter`: `interpret(mod, *args, **inputs)` runs `@main` on numpy inputs;
+  `evaluate(expr, env, mod)` evaluates one expression. Operator semantics live in
+  `op_impls` (one table keyed by `Op`); values in `values`; input checks in `inputs`.
 """
 
 from .inputs import bind_inputs, describe_type

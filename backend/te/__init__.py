@@ -22,11 +22,11 @@ from .tensor import (
     reduce_axis,
     sum_,
 )  # fmt: skip
-from .trace import Step, Trace, replay
+from .trace import ScheduleStep, Trace, replay
 
 __all__ = [
     "ComputeOp", "ExternOp", "Operation", "PlaceholderOp", "ProducerLoad", "Schedule",
-    "ScheduleError", "Stage", "Step", "Tensor", "Trace", "comm_reducer", "compute",
+    "ScheduleError", "ScheduleStep", "Stage", "Tensor", "Trace", "comm_reducer", "compute",
     "create_schedule", "extern", "lower", "lower_default", "max_reduce", "min_reduce",
     "placeholder", "prod", "reduce_axis", "replay", "sum_",
 ]  # fmt: skip

@@ -11,9 +11,9 @@ except the loops enclosing `L` (which are fixed on that iteration). With
         for i.inner in [0, 8): C[i.outer*8 + i.inner] = B[i.outer*8 + i.inner + 1]
 
 `B`'s region is `[i.outer*8 + 1, i.outer*8 + 9)`: extent 8, offset `i.outer*8 + 1`. Extents
-must come out constant (they size the stage's buffer); when the linear simplifier cannot
-make one constant, a constant upper bound over the enclosing loops is used, and when that
-is no smaller than the whole domain the stage computes the whole domain.
+must come out constant (they size the stage's buffer); when the canonical form of
+`tir.arith` cannot make one constant, a constant upper bound over the enclosing loops is
+used, and when that is no smaller than the whole domain the stage computes the whole domain.
 
 From the root regions, extents flow down the split/fuse relations to the leaf loops, and
 index values flow up: each iteration variable's value in terms of the leaf loop variables
@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..tir.expr import IterVar, PrimExpr, Var, const
-from ..tir.visitor import sub_expressions
-from .arith import (
+from ..tir.arith import (
     add,
     as_int,
+    canonical,
     const_bound,
     floordiv,
     floormod,
@@ -36,11 +35,12 @@ from .arith import (
     maximum,
     minimum,
     mul,
-    simplify,
     sub,
 )
+from ..tir.expr import IterVar, PrimExpr, Var, const
+from ..tir.visitor import sub_expressions, substitute
 from .errors import ScheduleError
-from .inline import expand_inline, substitute
+from .inline import expand_inline
 from .schedule import AttachKind, Fuse, Schedule, Split, Stage, split_extents
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, ProducerLoad
 
@@ -189,13 +189,13 @@ def _region(
         for d, index in enumerate(indices):
             if unbounded[d]:
                 continue
-            lo, hi = interval(substitute(index, values), relax)
+            lo, hi = interval(substitute(index, values), relax, opaque=(ProducerLoad,))
             if lo is None or hi is None:
                 unbounded[d] = True
                 continue
             old_lo, old_hi = lows[d], highs[d]
-            lows[d] = lo if old_lo is None else simplify(minimum(old_lo, lo))
-            highs[d] = hi if old_hi is None else simplify(maximum(old_hi, hi))
+            lows[d] = lo if old_lo is None else canonical(minimum(old_lo, lo))
+            highs[d] = hi if old_hi is None else canonical(maximum(old_hi, hi))
     region = []
     for d, iv in enumerate(op.axis):
         full = (iv.dom.min, iv.dom.extent)
@@ -203,7 +203,7 @@ def _region(
         if unbounded[d] or lo is None or hi is None:
             region.append(full)
             continue
-        extent = simplify(add(sub(hi, lo), const(1)))
+        extent = canonical(add(sub(hi, lo), const(1)))
         n = as_int(extent)
         if n is None:
             n = const_bound(extent, bounds.ranges)[1]
@@ -245,7 +245,7 @@ def _pass_up(sb: StageBound) -> None:
                 sb.rel[rel.outer] = floordiv(fused, inner_ext)
                 sb.rel[rel.inner] = floormod(fused, inner_ext)
     for iv in stage.root_iter_vars:
-        sb.value[iv.var] = simplify(add(sb.root_min[iv], sb.rel[iv]))
+        sb.value[iv.var] = canonical(add(sb.root_min[iv], sb.rel[iv]))
 
 
 def infer_bound(schedule: Schedule) -> Bounds:
@@ -275,7 +275,7 @@ def infer_bound(schedule: Schedule) -> Bounds:
         for iv, (lo, ext) in zip(stage.root_iter_vars, region):
             if lo is iv.dom.min and ext is iv.dom.extent:
                 sb.full.add(iv)
-            sb.root_min[iv], sb.extents[iv] = simplify(lo), simplify(ext)
+            sb.root_min[iv], sb.extents[iv] = canonical(lo), canonical(ext)
         sb.shape = tuple(sb.extents[iv] for iv in op.axis)
         sb.offsets = tuple(sb.root_min[iv] for iv in op.axis)
         _pass_down(sb)

@@ -20,20 +20,19 @@ evaluator. Each operation is evaluated once per call.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...lang.dtype import numpy_dtype
-from ...lang.trampoline import run
+from ...lang.trampoline import Step, run
 from ..tir import expr as E
 from ..tir.dtypes import is_bool, lanes_of
 from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, ProducerLoad, Tensor
 
 Array = np.ndarray
 Mask = Any  # None (every position is used) or a bool array broadcastable over the grid
-Step = Generator[Any, Any, Array]
 
 
 def evaluate(
@@ -421,7 +420,7 @@ class _ExprEvaluator:
         self.memo: dict[tuple[int, int], Array] = {}
         self.masks: list[Mask] = []  # keeps mask ids valid while memoized
 
-    def eval(self, node: E.PrimExpr, mask: Mask) -> Step:
+    def eval(self, node: E.PrimExpr, mask: Mask) -> Step[Array]:
         """The value of `node` (an array broadcastable over the grid) where `mask` holds."""
         key = (id(node), id(mask))
         hit = self.memo.get(key)
@@ -436,7 +435,7 @@ class _ExprEvaluator:
         self.memo[key] = value
         return value
 
-    def _eval(self, node: E.PrimExpr, mask: Mask) -> Step:
+    def _eval(self, node: E.PrimExpr, mask: Mask) -> Step[Array]:
         if isinstance(node, (E.IntImm, E.FloatImm)):
             return np.asarray(node.value, dtype=_np_dtype(node.dtype))
         if isinstance(node, E.Var):
@@ -502,7 +501,7 @@ class _ExprEvaluator:
 
     def _choose(
         self, cond: E.PrimExpr, t: E.PrimExpr, f: E.PrimExpr, mask: Mask, lazy: bool
-    ) -> Step:
+    ) -> Step[Array]:
         c = yield self.eval(cond, mask)
         if lazy:
             t_mask, f_mask = _masked(mask, c), _masked(mask, np.logical_not(c))
@@ -514,7 +513,7 @@ class _ExprEvaluator:
         fv = (yield self.eval(f, f_mask)) if _any(f_mask) else np.zeros((), dtype)
         return np.where(c, tv, fv)
 
-    def _call(self, node: E.Call, mask: Mask) -> Step:
+    def _call(self, node: E.Call, mask: Mask) -> Step[Array]:
         name = node.name
         if name == "if_then_else":
             cond, t, f = node.args

@@ -3,33 +3,15 @@ substituted in (`B[i] = A[i] + 1` inlined into `C[i] = B[i * 2]` gives `C[i] = A
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from ...lang.trampoline import run
 from ..tir.expr import PrimExpr, Var
-from ..tir.visitor import children, rewrite_expr, with_children
+from ..tir.visitor import children, with_children
 from .errors import ScheduleError
 from .schedule import AttachKind, Schedule, Stage
 from .tensor import ComputeOp, ExternOp, ProducerLoad
-
-
-def substitute(expr: PrimExpr, mapping: Mapping[Var, PrimExpr]) -> PrimExpr:
-    """`expr` with each variable of `mapping` replaced by its expression (simultaneously)."""
-    if not mapping:
-        return expr
-
-    def fn(node: Any) -> Any:
-        return mapping.get(node) if isinstance(node, Var) else None
-
-    return rewrite_expr(expr, fn)  # type: ignore[no-any-return]
-
-
-def substitute_all(
-    exprs: Sequence[PrimExpr], mapping: Mapping[Var, PrimExpr]
-) -> tuple[PrimExpr, ...]:
-    """`substitute` over several expressions (shared subexpressions rewritten once)."""
-    return tuple(substitute(e, mapping) for e in exprs)
 
 
 def _expander(schedule: Schedule) -> Any:
@@ -86,4 +68,4 @@ def expand_inline(schedule: Schedule) -> dict[Stage, tuple[PrimExpr, ...]]:
     return expanded
 
 
-__all__ = ["expand_inline", "substitute", "substitute_all"]
+__all__ = ["expand_inline"]

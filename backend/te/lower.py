@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..tir.arith import add, as_int, canonical, const_bound, sub
 from ..tir.buffer import Buffer
 from ..tir.dtypes import INDEX_DTYPE
 from ..tir.expr import (
@@ -56,11 +57,9 @@ from ..tir.stmt import (
     Stmt,
     seq,
 )
-from ..tir.visitor import children, rewrite_expr
-from .arith import add, as_int, const_bound, simplify, sub
+from ..tir.visitor import children, rewrite_expr, substitute
 from .bound import Bounds, StageBound, infer_bound
 from .errors import ScheduleError
-from .inline import substitute
 from .schedule import AttachKind, Schedule, Split, Stage, create_schedule
 from .tensor import ComputeOp, ExternOp, PlaceholderOp, ProducerLoad, Tensor
 
@@ -133,7 +132,7 @@ class _Lowering:
         indices = node.indices
         if offsets is not None:
             indices = tuple(sub(i, o) for i, o in zip(indices, offsets))
-        return BufferLoad(buf, tuple(simplify(i) for i in indices))
+        return BufferLoad(buf, tuple(canonical(i) for i in indices))
 
     def _convert(self, e: PrimExpr, values: dict[Var, PrimExpr]) -> PrimExpr:
         """A body expression in loop variables, reading buffers."""
@@ -161,7 +160,7 @@ class _Lowering:
         def check(iv: IterVar, r: tuple[int, int] | None) -> None:
             n = as_int(sb.extents[iv])
             if r is None or n is None or r[1] >= n:
-                preds.append((simplify(sb.rel[iv]) < sb.extents[iv], iv.kind == IterKind.REDUCE))
+                preds.append((canonical(sb.rel[iv]) < sb.extents[iv], iv.kind == IterKind.REDUCE))
                 r = (0, n - 1) if n is not None else None
             rng[iv] = r
 
@@ -196,7 +195,7 @@ class _Lowering:
             if vlo is None or a is None or vlo < a:
                 preds.append((value >= dmin, red))
             if vhi is None or a is None or n is None or vhi >= a + n:
-                preds.append((value < simplify(add(dmin, dext)), red))
+                preds.append((value < canonical(add(dmin, dext)), red))
         return preds
 
     @staticmethod

@@ -29,14 +29,14 @@ from typing import Any, Union
 
 from attrs import frozen
 
+from ..tir.arith import as_int, ceildiv, mul
 from ..tir.dtypes import INDEX_DTYPE
 from ..tir.expr import IterKind, IterVar, PrimExpr, Range, Var, const
 from ..tir.stmt import ForKind
 from ..tir.visitor import rewrite_expr
-from .arith import ceildiv, mul
 from .errors import ScheduleError
 from .tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, ProducerLoad, Tensor
-from .trace import Step, Trace
+from .trace import ScheduleStep, Trace
 
 
 class AttachKind(enum.Enum):
@@ -76,8 +76,6 @@ def split_extents(
 ) -> tuple[PrimExpr, PrimExpr, PrimExpr]:
     """(outer extent, inner extent, stride) of splitting a loop of `extent`. A factor larger
     than a constant extent is clamped to it (one outer iteration)."""
-    from .arith import as_int
-
     n = as_int(extent)
     if factor is not None:
         f = min(factor, n) if n is not None and n > 0 else factor
@@ -205,7 +203,7 @@ class Stage:
                 )
 
     def _record(self, primitive: str, *args: Any, **kwargs: Any) -> None:
-        self.schedule._trace.append(Step.make(primitive, (self.name, *args), kwargs))
+        self.schedule._trace.append(ScheduleStep.make(primitive, (self.name, *args), kwargs))
 
     def _check_loops(self, what: str) -> None:
         if isinstance(self.op, (PlaceholderOp, ExternOp)):
@@ -348,7 +346,7 @@ class Stage:
         self.attach_stage = target
         self.attach_ivar = leaf
         self.schedule._trace.append(
-            Step.make("compute_at", (self.name, target.name, target._names[leaf]), {})
+            ScheduleStep.make("compute_at", (self.name, target.name, target._names[leaf]), {})
         )
 
     def compute_inline(self) -> None:
@@ -421,7 +419,7 @@ class Schedule:
         self.stages: list[Stage] = []
         self._by_op: dict[int, tuple[Operation, Stage]] = {}
         self._by_name: dict[str, Stage] = {}
-        self._trace: list[Step] = []
+        self._trace: list[ScheduleStep] = []
         for op in _post_order(self.outputs):
             self._add_stage(op, len(self.stages))
         for op in self.outputs:
@@ -518,9 +516,8 @@ class Schedule:
             self._set_op(r, new_op)
         self._replace_dataflow(vmap)
         kwargs = {"output": tensor.value_index} if tensor.value_index else {}
-        self._trace.append(
-            Step.make("cache_read", (producer.name, scope, [r.name for r in reader_stages]), kwargs)
-        )
+        names = [r.name for r in reader_stages]
+        self._trace.append(ScheduleStep.make("cache_read", (producer.name, scope, names), kwargs))
         return cache
 
     def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
@@ -565,7 +562,7 @@ class Schedule:
         vmap = {old: copy_op.output(k) for k, old in enumerate(old_outputs)}
         self._replace_dataflow(vmap, skip=[stage, cache_stage])
         kwargs = {"output": tensor.value_index} if tensor.value_index else {}
-        self._trace.append(Step.make("cache_write", (stage.name, scope), kwargs))
+        self._trace.append(ScheduleStep.make("cache_write", (stage.name, scope), kwargs))
         return cache_op.output(tensor.value_index)
 
     def __repr__(self) -> str:

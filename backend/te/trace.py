@@ -1,7 +1,7 @@
 """Schedule traces: the primitives applied to a schedule, as data.
 
-Each primitive appends a `Step` to `schedule.trace`, naming stages and loops by their stable
-names. A trace prints one step per line and parses back:
+Each primitive appends a `ScheduleStep` to `schedule.trace`, naming stages and loops by their
+stable names. A trace prints one step per line and parses back:
 
     split("C", "i", factor=4)
     reorder("C", "i.outer", "k", "i.inner")
@@ -83,7 +83,7 @@ def _freeze(value: Any) -> Any:
 
 
 @frozen
-class Step:
+class ScheduleStep:
     """One primitive: its name, positional arguments (the stage's name first) and keyword
     arguments (sorted by key). Compared by value."""
 
@@ -92,11 +92,11 @@ class Step:
     kwargs: tuple[tuple[str, int], ...] = field(factory=tuple)
 
     @staticmethod
-    def make(primitive: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Step:
+    def make(primitive: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> ScheduleStep:
         """A checked step (lists become tuples)."""
         frozen_args = tuple(_freeze(a) for a in args)
         _check_step(primitive, frozen_args, kwargs)
-        return Step(primitive, frozen_args, tuple(sorted(kwargs.items())))
+        return ScheduleStep(primitive, frozen_args, tuple(sorted(kwargs.items())))
 
     @property
     def stage(self) -> str:
@@ -123,14 +123,14 @@ class Step:
         }
 
     @staticmethod
-    def from_json(data: Any) -> Step:
+    def from_json(data: Any) -> ScheduleStep:
         """The step of a `to_json` dictionary."""
         if not isinstance(data, dict) or not isinstance(data.get("primitive"), str):
             raise ScheduleError(f"a trace step must be an object with a primitive, got {data!r}")
         args, kwargs = data.get("args", []), data.get("kwargs", {})
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             raise ScheduleError(f"malformed trace step {data!r}")
-        return Step.make(data["primitive"], args, kwargs)
+        return ScheduleStep.make(data["primitive"], args, kwargs)
 
     def __str__(self) -> str:
         return self.to_text()
@@ -141,9 +141,9 @@ class Trace:
     """A sequence of schedule steps. `str(trace)` prints one per line; `Trace.parse` reads
     that text back; `to_json`/`from_json` serialize."""
 
-    steps: tuple[Step, ...] = field(factory=tuple)
+    steps: tuple[ScheduleStep, ...] = field(factory=tuple)
 
-    def __iter__(self) -> Iterator[Step]:
+    def __iter__(self) -> Iterator[ScheduleStep]:
         return iter(self.steps)
 
     def __len__(self) -> int:
@@ -187,7 +187,7 @@ class Trace:
         steps = data.get("steps")
         if not isinstance(steps, list):
             raise ScheduleError("a trace object needs a list of steps")
-        return Trace(tuple(Step.from_json(s) for s in steps))
+        return Trace(tuple(ScheduleStep.from_json(s) for s in steps))
 
 
 def _literal(node: ast.expr, line: str) -> Any:
@@ -200,7 +200,7 @@ def _literal(node: ast.expr, line: str) -> Any:
     return value
 
 
-def _parse_step(line: str) -> Step:
+def _parse_step(line: str) -> ScheduleStep:
     try:
         tree = ast.parse(line, mode="eval")
     except SyntaxError:
@@ -214,10 +214,10 @@ def _parse_step(line: str) -> Step:
         if kw.arg is None:
             raise ScheduleError(f"`{line}`: ** arguments are not allowed")
         kwargs[kw.arg] = _literal(kw.value, line)
-    return Step.make(call.func.id, args, kwargs)
+    return ScheduleStep.make(call.func.id, args, kwargs)
 
 
-def apply_step(step: Step, schedule: Schedule) -> None:
+def apply_step(step: ScheduleStep, schedule: Schedule) -> None:
     """Apply one step to `schedule` (stages and loops looked up by name)."""
     _check_step(step.primitive, step.args, dict(step.kwargs))
     stage = schedule[step.stage]
@@ -258,4 +258,4 @@ def replay(trace: Trace | str, schedule: Schedule) -> Schedule:
     return schedule
 
 
-__all__ = ["VERSION", "Step", "Trace", "apply_step", "replay"]
+__all__ = ["VERSION", "ScheduleStep", "Trace", "apply_step", "replay"]

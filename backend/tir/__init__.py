@@ -1,17 +1,21 @@
 """The loop IR (TIR): expressions, buffers, statements and `PrimFunc` kernels.
 
-Nodes live in `expr`, `buffer`, `stmt`; intrinsics in `op`; generic walks in `visitor`.
+Nodes live in `expr`, `buffer`, `stmt`; intrinsics in `op`; walks and rewrites of
+expressions and statements in `visitor`; structural equality and `verify` in `analysis`;
+the integer-arithmetic engine (canonical forms, bounds, the simplifier's rules) in `arith`;
+the reference evaluator in `evaluate`; the passes that prepare a kernel for code generation
+in `transform`.
 """
 
 from .analysis import (
     VerifyError,
-    const_int_bound,
     free_vars,
     prim_equal,
     prim_hash,
     undefined_vars,
     verify,
 )
+from .arith import const_int_bound, simplify
 from .buffer import Buffer, decl_buffer, flat_view
 from .dtypes import INDEX_DTYPE
 from .evaluate import evaluate_expr, run_primfunc
@@ -67,7 +71,6 @@ from .expr import (
     truncmod,
 )  # fmt: skip
 from .printer import astext
-from .simplify import simplify, simplify_stmt
 from .stmt import (
     Allocate,
     BufferStore,
@@ -82,6 +85,7 @@ from .stmt import (
     seq,
 )  # fmt: skip
 from .transform import lower_pipeline
+from .transform.simplify import simplify_stmt
 
 __all__ = [
     "EQ", "GE", "GT", "INDEX_DTYPE", "LE", "LT", "NE", "Add", "Allocate", "And", "BinaryOp",

@@ -1,21 +1,20 @@
-"""Questions about loop-IR code: structural equality and hashing, free and undefined
-variables, well-formedness (`verify`), integer bounds (`const_int_bound`) and linear forms.
+"""Questions about loop-IR code: structural equality and hashing (`prim_equal`, `prim_hash`,
+the one value comparison of TIR and TE expressions), free and undefined variables, and
+well-formedness (`verify`). Integer bounds and linear forms are in `arith`.
 
 Every walk here uses an explicit stack; nothing recurses per statement.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
 
 from .buffer import Buffer
-from .dtypes import INDEX_DTYPE, bits_of, element_of, is_bool, is_int, is_uint, lanes_of
+from .dtypes import INDEX_DTYPE, element_of, is_bool, is_int, is_uint, lanes_of
 from .expr import (
-    Add,
     And,
     BinaryOp,
     Broadcast,
@@ -23,43 +22,25 @@ from .expr import (
     Call,
     Cast,
     CmpOp,
-    Div,
-    FloatImm,
     FloorDiv,
     FloorMod,
-    IntImm,
     IterVar,
     Let,
-    Max,
-    Min,
     Mod,
-    Mul,
     Not,
     Or,
     PrimExpr,
     Ramp,
-    Range,
     Reduce,
     Select,
-    Sub,
     Var,
 )
 from .stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, PrimFunc, Stmt
 from .visitor import children, sub_expressions
 
 Node = PrimExpr | Stmt
-Bound = tuple[float, float]
-"""An inclusive integer interval `(lo, hi)`; either end may be `±math.inf`."""
-VarRanges = Mapping[Var, Range | Bound | tuple[int, int]]
-
-INF = math.inf
 
 # ------------------------------------------------------------------- equality and hashing
-
-
-def _field_items(node: Any) -> Iterator[tuple[str, Any]]:
-    for f in attrs.fields(type(node)):
-        yield f.name, getattr(node, f.name)
 
 
 def _is_node(x: Any) -> bool:
@@ -79,6 +60,16 @@ def _same_leaf(a: Any, b: Any) -> bool:
     return a is b or (type(a) is type(b) and hasattr(a, "value") and a == b)
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in attrs.fields(cls))
+    return names
+
+
 def prim_equal(a: Node, b: Node) -> bool:
     """Structural equality of expressions (or statements): same node classes, dtypes and
     constants; variables and buffers by identity."""
@@ -87,9 +78,13 @@ def prim_equal(a: Node, b: Node) -> bool:
         x, y = stack.pop()
         if x is y:
             continue
-        if type(x) is not type(y) or isinstance(x, Var):
+        cls = type(x)
+        if cls is not type(y) or isinstance(x, Var):
             return False
-        for (_, vx), (_, vy) in zip(_field_items(x), _field_items(y)):
+        for name in _field_names(cls):
+            vx, vy = getattr(x, name), getattr(y, name)
+            if vx is vy:
+                continue
             if _is_node(vx) or _is_node(vy):
                 if not (_is_node(vx) and _is_node(vy)):
                     return False
@@ -102,10 +97,7 @@ def prim_equal(a: Node, b: Node) -> bool:
                         stack.append((ex, ey))
                     elif not _same_leaf(ex, ey):
                         return False
-            elif isinstance(vx, IterVar) or isinstance(vy, IterVar):
-                if vx is not vy:
-                    return False
-            elif not _same_leaf(vx, vy):
+            elif isinstance(vx, IterVar) or isinstance(vy, IterVar) or not _same_leaf(vx, vy):
                 return False
     return True
 
@@ -124,6 +116,8 @@ def _leaf_hash(v: Any) -> int:
 
 def prim_hash(node: Node) -> int:
     """A hash consistent with `prim_equal` (structurally equal nodes hash alike)."""
+    if isinstance(node, Var):
+        return hash(("Var", id(node)))
     done: dict[int, int] = {}
     stack: list[tuple[Any, bool]] = [(node, False)]
     keep: list[Any] = []
@@ -141,7 +135,8 @@ def prim_hash(node: Node) -> int:
             stack.extend((k, False) for k in kids if id(k) not in done)
             continue
         parts: list[int] = [hash(type(n).__name__)]
-        for name, v in _field_items(n):
+        for name in _field_names(type(n)):
+            v = getattr(n, name)
             if _is_node(v):
                 parts.append(done[id(v)])
             elif isinstance(v, tuple):
@@ -424,201 +419,9 @@ def verify(func: PrimFunc) -> None:
         raise VerifyError(head + "\n".join(problems[:10]))
 
 
-# --------------------------------------------------------------------------- int bounds
-
-
-def dtype_bound(dtype: str) -> Bound:
-    """The values an integer dtype can hold (`bool` is [0, 1]; floats are unbounded)."""
-    base = element_of(dtype)
-    if is_bool(base):
-        return (0, 1)
-    if is_int(base):
-        bits = bits_of(base)
-        return (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
-    if is_uint(base):
-        return (0, 2 ** bits_of(base) - 1)
-    return (-INF, INF)
-
-
-def _mul(a: float, b: float) -> float:
-    if a == 0 or b == 0:
-        return 0
-    return a * b
-
-
-def _floordiv_bound(x: float, c: int) -> float:
-    if x in (INF, -INF):
-        return x if c > 0 else -x
-    return x // c  # type: ignore[no-any-return]
-
-
-def _range_bound(r: Any, var_ranges: VarRanges) -> Bound:
-    if isinstance(r, Range):
-        lo = const_int_bound(r.min, var_ranges)
-        ext = const_int_bound(r.extent, var_ranges)
-        return (lo[0], lo[1] + ext[1] - 1)
-    lo, hi = r
-    return (lo, hi)
-
-
-def const_int_bound(expr: PrimExpr, var_ranges: VarRanges | None = None) -> Bound:
-    """Inclusive bounds `(lo, hi)` of an integer expression, either may be `±inf`.
-
-    `var_ranges` maps variables to a `Range` (`[min, min + extent)`) or an inclusive
-    `(lo, hi)`; other variables range over their dtype. Exact for + - * and for FloorDiv /
-    FloorMod / Div / Mod / Min / Max with the usual interval rules."""
-    ranges: VarRanges = var_ranges or {}
-    e = expr
-    if isinstance(e, IntImm):
-        return (e.value, e.value)
-    if isinstance(e, Var):
-        r = ranges.get(e)
-        full = dtype_bound(e.dtype)
-        if r is None:
-            return full
-        lo, hi = _range_bound(r, ranges)
-        return (max(lo, full[0]), min(hi, full[1]))
-    if isinstance(e, FloatImm):
-        return (math.floor(e.value), math.ceil(e.value)) if math.isfinite(e.value) else (-INF, INF)
-    if not (_is_index(e.dtype) or is_bool(e.dtype)):
-        return (-INF, INF)
-    full = dtype_bound(e.dtype)
-    out = _bound_of(e, ranges)
-    if out is None:
-        return full
-    lo, hi = out
-    if lo < full[0] or hi > full[1]:  # may overflow and wrap
-        return full
-    return (lo, hi)
-
-
-def _bound_of(e: PrimExpr, ranges: VarRanges) -> Bound | None:
-    b = const_int_bound
-    if isinstance(e, (Add, Sub, Mul, Min, Max, FloorDiv, FloorMod, Div, Mod)):
-        la, ha = b(e.a, ranges)
-        lb, hb = b(e.b, ranges)
-        if isinstance(e, Add):
-            return (la + lb, ha + hb)
-        if isinstance(e, Sub):
-            return (la - hb, ha - lb)
-        if isinstance(e, Mul):
-            corners = [_mul(x, y) for x in (la, ha) for y in (lb, hb)]
-            return (min(corners), max(corners))
-        if isinstance(e, Min):
-            return (min(la, lb), min(ha, hb))
-        if isinstance(e, Max):
-            return (max(la, lb), max(ha, hb))
-        if isinstance(e, (FloorDiv, Div)):
-            if lb > 0 or hb < 0:
-                if isinstance(e, Div) and la < 0:
-                    # truncation: between floor and ceil results
-                    lim = max(abs(la), abs(ha))
-                    return (-lim, lim)
-                corners = [_floordiv_bound(x, int(y)) for x in (la, ha) for y in (lb, hb)
-                           if math.isfinite(y)]  # fmt: skip
-                if not math.isfinite(lb) or not math.isfinite(hb):
-                    corners += [0, -1] if la < 0 else [0]
-                return (min(corners), max(corners))
-            return None
-        if isinstance(e, FloorMod):
-            if lb == hb and lb > 0:
-                c = int(lb)
-                if la >= 0 and math.isfinite(ha) and la // c == ha // c:
-                    return (la % c, ha % c)
-                return (0, c - 1)
-            if lb > 0:
-                return (0, hb - 1)
-            return None
-        if isinstance(e, Mod):
-            if lb > 0:
-                m = hb - 1
-                if la >= 0:
-                    if lb == hb and math.isfinite(ha) and la // lb == ha // lb:
-                        return (la % lb, ha % lb)
-                    return (0, min(m, ha))
-                return (max(-m, la), min(m, max(ha, 0)))
-            return None
-    if isinstance(e, Cast):
-        if _is_index(e.value.dtype) or is_bool(e.value.dtype):
-            return b(e.value, ranges)
-        return None
-    if isinstance(e, Select):
-        t, f = b(e.true_value, ranges), b(e.false_value, ranges)
-        return (min(t[0], f[0]), max(t[1], f[1]))
-    if isinstance(e, Call) and e.name == "if_then_else":
-        t, f = b(e.args[1], ranges), b(e.args[2], ranges)
-        return (min(t[0], f[0]), max(t[1], f[1]))
-    if isinstance(e, Let):
-        inner = dict(ranges)
-        inner[e.var] = b(e.value, ranges)
-        return b(e.body, inner)
-    if isinstance(e, Broadcast):
-        return b(e.value, ranges)
-    if isinstance(e, Ramp):
-        base, stride = b(e.base, ranges), b(e.stride, ranges)
-        n = e.lanes - 1
-        corners = [base[0] + _mul(stride[0], n), base[1] + _mul(stride[1], n)]
-        return (min(base[0], *corners), max(base[1], *corners))
-    if isinstance(e, (CmpOp, And, Or, Not)):
-        return (0, 1)
-    return None
-
-
-# ----------------------------------------------------------------------------- linear
-
-
-def linear_form(expr: PrimExpr, var: Var) -> tuple[int, PrimExpr] | None:
-    """`(a, rest)` with `expr == a * var + rest`, `a` an int and `rest` free of `var`, or None
-    when `expr` is not linear in `var` (through + - and multiplication by constants)."""
-    coeff = _coeff(expr, var)
-    if coeff is None:
-        return None
-    a, _ = coeff
-    from .expr import const
-    from .visitor import rewrite_expr
-
-    zero = const(0, var.dtype)
-    rest = rewrite_expr(expr, lambda n: zero if n is var else None)
-    return a, rest
-
-
-def _coeff(e: PrimExpr, var: Var) -> tuple[int, bool] | None:
-    """The coefficient of `var` in `e` (and whether `e` depends on it), or None if not
-    linear."""
-    if e is var:
-        return (1, True)
-    if isinstance(e, (IntImm, Var)):
-        return (0, False)
-    if isinstance(e, (Add, Sub)):
-        ca, cb = _coeff(e.a, var), _coeff(e.b, var)
-        if ca is None or cb is None:
-            return None
-        return (ca[0] + cb[0] if isinstance(e, Add) else ca[0] - cb[0], ca[1] or cb[1])
-    if isinstance(e, Mul):
-        ca, cb = _coeff(e.a, var), _coeff(e.b, var)
-        if ca is None or cb is None:
-            return None
-        if ca[1] and cb[1]:
-            return None
-        if ca[1]:
-            return (ca[0] * e.b.value, True) if isinstance(e.b, IntImm) else None
-        if cb[1]:
-            return (cb[0] * e.a.value, True) if isinstance(e.a, IntImm) else None
-        return (0, False)
-    if uses_var(e, var):
-        return None
-    return (0, False)
-
-
 __all__ = [
-    "INF",
-    "Bound",
-    "VarRanges",
     "VerifyError",
-    "const_int_bound",
-    "dtype_bound",
     "free_vars",
-    "linear_form",
     "prim_equal",
     "prim_hash",
     "undefined_vars",

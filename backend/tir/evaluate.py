@@ -77,7 +77,7 @@ _MASK = object()
 _UNSET = object()
 
 
-class EvalError(RuntimeError):
+class TIREvalError(RuntimeError):
     """A kernel did something undefined while being evaluated (out-of-bounds access,
     unbound variable, malformed node)."""
 
@@ -86,7 +86,7 @@ def np_dtype(dtype: str) -> np.dtype[Any]:
     """The numpy dtype of one element of a loop-IR dtype (`float32x8` → float32)."""
     base = element_of(dtype)
     if base == "handle":
-        raise EvalError("a `handle` value cannot be evaluated")
+        raise TIREvalError("a `handle` value cannot be evaluated")
     return np.dtype(base)
 
 
@@ -253,7 +253,7 @@ class _Memory:
         try:
             return self.arrays[buffer.data]
         except KeyError:
-            raise EvalError(
+            raise TIREvalError(
                 f"buffer `{buffer.name}` is used outside its allocation (no memory)"
             ) from None
 
@@ -287,7 +287,7 @@ class _Compiler:
                 try:
                     return env[var]  # type: ignore[no-any-return]
                 except KeyError:
-                    raise EvalError(f"variable `{var.name}` is not bound") from None
+                    raise TIREvalError(f"variable `{var.name}` is not bound") from None
 
             return load_var
         if cls is IntImm or cls is FloatImm:
@@ -328,8 +328,8 @@ class _Compiler:
             assert isinstance(e, BufferLoad)
             return self._load(e)
         if cls is StringImm:
-            raise EvalError("a string is only allowed as an intrinsic argument")
-        raise EvalError(f"cannot evaluate a `{cls.__name__}` node in a PrimFunc")
+            raise TIREvalError("a string is only allowed as an intrinsic argument")
+        raise TIREvalError(f"cannot evaluate a `{cls.__name__}` node in a PrimFunc")
 
     def _cast(self, e: Cast) -> Thunk:
         fv = self.compile(e.value)
@@ -380,7 +380,7 @@ class _Compiler:
         if name in _BINARY_CALLS and len(args) == 2:
             fn2, fa, fb = _BINARY_CALLS[name], args[0], args[1]
             return lambda env: np.asarray(fn2(fa(env), fb(env))).astype(out, copy=False)
-        raise EvalError(f"unknown intrinsic `{name}` with {len(args)} arguments")
+        raise TIREvalError(f"unknown intrinsic `{name}` with {len(args)} arguments")
 
     def _if_then_else(self, e: Call) -> Thunk:
         fc, ft, ff = (self.compile(a) for a in e.args)
@@ -418,7 +418,7 @@ class _Compiler:
             zero = np.zeros(1, dtype=np.int64)
             return lambda env: zero
         if len(indices) != len(buffer.shape):
-            raise EvalError(
+            raise TIREvalError(
                 f"buffer `{buffer.name}` has {len(buffer.shape)} dimensions but is accessed "
                 f"with {len(indices)} indices"
             )
@@ -478,7 +478,7 @@ def _check_bounds(buffer: Buffer, idx: Value, size: int, memory: int) -> None:
     limit = min(size, memory)
     if lo < 0 or hi >= limit:
         bad = lo if lo < 0 else hi
-        raise EvalError(
+        raise TIREvalError(
             f"out-of-bounds access to `{buffer.name}`: flat index {bad}, size {size}"
             + (f" (memory holds {memory})" if memory != size else "")
         )
@@ -552,7 +552,7 @@ class _Machine:
             elif cls is IfThenElse:
                 cond = compile_(s.condition)(env)
                 if len(cond) != 1:
-                    raise EvalError("an IfThenElse statement needs a scalar condition")
+                    raise TIREvalError("an IfThenElse statement needs a scalar condition")
                 if cond[0]:
                     stack.append(("exec", s.then_case))
                 elif s.else_case is not None:
@@ -570,7 +570,7 @@ class _Machine:
             elif cls is Evaluate:
                 compile_(s.value)(env)
             else:
-                raise EvalError(f"cannot execute a `{cls.__name__}` statement")
+                raise TIREvalError(f"cannot execute a `{cls.__name__}` statement")
 
     def _store(self, s: BufferStore, env: Env) -> None:
         got = self.stores.get(id(s))
@@ -585,7 +585,7 @@ class _Machine:
         _check_bounds(s.buffer, idx, fsize(env), len(arr))  # type: ignore[arg-type]
         value = fvalue(env)
         if len(value) != len(idx) and len(value) != 1:
-            raise EvalError(
+            raise TIREvalError(
                 f"store to `{s.buffer.name}`: {len(value)} lanes of value for {len(idx)} indices"
             )
         arr[idx] = value
@@ -593,7 +593,7 @@ class _Machine:
 
 def _scalar_int(v: Value, what: str) -> int:
     if len(v) != 1:
-        raise EvalError(f"{what} must be a scalar")
+        raise TIREvalError(f"{what} must be a scalar")
     return int(v[0])
 
 
@@ -633,4 +633,4 @@ def evaluate_expr(expr: PrimExpr, bindings: dict[Var, Any] | None = None) -> np.
         return machine.compiler.compile(expr)(env)
 
 
-__all__ = ["EvalError", "evaluate_expr", "np_dtype", "run_primfunc"]
+__all__ = ["TIREvalError", "evaluate_expr", "np_dtype", "run_primfunc"]

@@ -1,23 +1,34 @@
-"""Generic walks over loop-IR expressions and statements.
+"""Walks and rewrites of loop-IR expressions and statements, all with explicit stacks.
 
-Children are found from the attrs fields of each node: a field holding an expression or
-statement, or a tuple of them, is a child. Walks use explicit stacks (no recursion).
-`rewrite_expr` rebuilds an expression bottom-up with a callback.
+* Any node: `children` are found from the attrs fields of each node (a field holding an
+  expression or statement, or a tuple of them); `sub_expressions` visits every node once,
+  `rewrite_expr` rebuilds a tree bottom-up with a callback (expressions and statements
+  alike); `substitute` replaces variables, `replace_buffers` buffers, `fresh_binders`
+  renames what a statement binds.
+* Statements: `stmt_children` / `with_stmt_children` see only sub-statements, and
+  `StmtMutator` rebuilds a statement tree with hooks: `enter` sees each statement top-down
+  (it may rewrite the statement's own expressions or replace it), `open_scope` and
+  `close_scope` bracket the visit of its sub-statements, and `leave` sees it bottom-up with
+  its rebuilt sub-statements. `make_seq` builds flat sequences, `NOOP` does nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
 import attrs
 
-from .expr import PrimExpr
-from .stmt import Stmt
+from .buffer import Buffer
+from .expr import BufferLoad, Let, PrimExpr, Var
+from .stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, SeqStmt, Stmt
 
 Node = Any
 
+
+_TUPLE_FIELDS = frozenset(["indices", "args", "source", "stmts", "result", "identity"])
+"""Fields that hold a tuple of children."""
 
 _NOT_CHILDREN = frozenset(
     [
@@ -43,24 +54,9 @@ _NOT_CHILDREN = frozenset(
 @cache
 def _child_fields(cls: type) -> tuple[tuple[str, bool], ...]:
     """(field name, is-a-tuple) for the fields of `cls` that may hold child nodes."""
-    out = []
-    for f in attrs.fields(cls):
-        if f.name in (
-            "buffer",
-            "var",
-            "loop_var",
-            "combiner",
-            "producer",
-            "axis",
-            "annotations",
-            "dtype",
-            "name",
-        ):
-            continue
-        if f.name in ("attrs", "outputs", "lanes", "value_index", "kind", "params"):
-            continue
-        out.append((f.name, f.name in ("indices", "args", "source", "stmts", "result", "identity")))
-    return tuple(out)
+    return tuple(
+        (f.name, f.name in _TUPLE_FIELDS) for f in attrs.fields(cls) if f.name not in _NOT_CHILDREN
+    )
 
 
 def children(node: Node) -> list[Node]:
@@ -122,3 +118,185 @@ def rewrite_expr(root: Node, fn: Callable[[Node], Node | None]) -> Node:
         replaced = fn(rebuilt)
         done[id(node)] = rebuilt if replaced is None else replaced
     return done[id(root)]
+
+
+# ----------------------------------------------------------------------------- statements
+
+NOOP: Stmt = SeqStmt(())
+"""The statement that does nothing (an empty sequence)."""
+
+_MAX_REPLACEMENTS = 1_000_000
+
+
+def is_noop(s: Stmt | None) -> bool:
+    """Whether `s` does nothing (None or an empty sequence)."""
+    return s is None or (isinstance(s, SeqStmt) and not s.stmts)
+
+
+def stmt_children(s: Stmt) -> list[Stmt]:
+    """The statements directly inside `s`."""
+    if isinstance(s, SeqStmt):
+        return list(s.stmts)
+    if isinstance(s, (For, LetStmt, Allocate)):
+        return [s.body]
+    if isinstance(s, IfThenElse):
+        return [s.then_case] if s.else_case is None else [s.then_case, s.else_case]
+    return []
+
+
+def with_stmt_children(s: Stmt, new: list[Stmt]) -> Stmt:
+    """`s` with its sub-statements replaced (itself when none changed)."""
+    old = stmt_children(s)
+    if all(a is b for a, b in zip(old, new)):
+        return s
+    if isinstance(s, SeqStmt):
+        return SeqStmt(tuple(new))
+    if isinstance(s, IfThenElse):
+        return attrs.evolve(s, then_case=new[0], else_case=new[1] if len(new) > 1 else None)
+    return attrs.evolve(s, body=new[0])  # type: ignore[misc]
+
+
+def make_seq(stmts: list[Stmt]) -> Stmt:
+    """A sequence of `stmts` with nested sequences flattened and no-ops dropped."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, SeqStmt):
+            flat.extend(c for c in s.stmts if not is_noop(c))
+        elif not is_noop(s):
+            flat.append(s)
+    if not flat:
+        return NOOP
+    return flat[0] if len(flat) == 1 else SeqStmt(tuple(flat))
+
+
+class StmtMutator:
+    """Rebuilds a statement tree iteratively; override the hooks."""
+
+    def enter(self, s: Stmt) -> Stmt:
+        """Top-down hook: return `s`, or a replacement (which is entered in turn)."""
+        return s
+
+    def open_scope(self, s: Stmt, index: int) -> None:
+        """Called before visiting sub-statement number `index` of `s` (as `enter` left it)."""
+
+    def close_scope(self, s: Stmt, index: int) -> None:
+        """Called after visiting sub-statement number `index` of `s`."""
+
+    def leave(self, s: Stmt, entered: Stmt) -> Stmt:
+        """Bottom-up hook: `s` is `entered` rebuilt with its visited sub-statements."""
+        return s
+
+    def visit(self, root: Stmt) -> Stmt:
+        """The rewritten `root`."""
+        results: list[Stmt] = []
+        stack: list[tuple[str, Stmt, int]] = [("enter", root, 0)]
+        while stack:
+            tag, s, n = stack.pop()
+            if tag == "open":
+                self.open_scope(s, n)
+                continue
+            if tag == "close":
+                self.close_scope(s, n)
+                continue
+            if tag == "leave":
+                kids = results[len(results) - n :] if n else []
+                if n:
+                    del results[len(results) - n :]
+                results.append(self.leave(with_stmt_children(s, kids), s))
+                continue
+            for _ in range(_MAX_REPLACEMENTS):
+                t = self.enter(s)
+                if t is s:
+                    break
+                s = t
+            else:
+                raise RuntimeError(f"{type(self).__name__}.enter kept replacing a statement")
+            kids = stmt_children(s)
+            stack.append(("leave", s, len(kids)))
+            for i in reversed(range(len(kids))):
+                stack.append(("close", s, i))
+                stack.append(("enter", kids[i], 0))
+                stack.append(("open", s, i))
+        return results[0]
+
+
+def substitute(node: Any, mapping: Mapping[Var, PrimExpr]) -> Any:
+    """`node` (expression or statement) with variables replaced by `mapping`."""
+    if not mapping:
+        return node
+    return rewrite_expr(node, lambda n: mapping.get(n) if isinstance(n, Var) else None)
+
+
+def replace_buffers(node: Any, mapping: Mapping[Any, Any]) -> Any:
+    """`node` with buffers of loads and stores replaced by `mapping` (keyed by buffer)."""
+
+    def fn(n: Any) -> Any:
+        if isinstance(n, (BufferLoad, BufferStore)):
+            new = mapping.get(n.buffer)
+            if new is not None:
+                return attrs.evolve(n, buffer=new)
+        return None
+
+    return rewrite_expr(node, fn)
+
+
+def fresh_binders(body: Stmt) -> Stmt:
+    """`body` with every variable it binds and every buffer it allocates renamed."""
+    vars_: dict[Var, Var] = {}
+    buffers: dict[Any, Buffer] = {}
+    for n in sub_expressions(body):
+        if isinstance(n, (Let, LetStmt)):
+            vars_[n.var] = Var(n.var.name, n.var.dtype)
+        elif isinstance(n, For):
+            vars_[n.loop_var] = Var(n.loop_var.name, n.loop_var.dtype)
+        elif isinstance(n, Allocate):
+            old = n.buffer
+            data = Var(old.data.name, old.data.dtype)
+            buffers[old.data] = Buffer(old.name, old.dtype, old.shape, data, old.scope)
+    if not vars_ and not buffers:
+        return body
+
+    def fn(n: Any) -> Any:
+        if isinstance(n, Var):
+            return vars_.get(n)
+        if isinstance(n, (Let, LetStmt)) and n.var in vars_:
+            return attrs.evolve(n, var=vars_[n.var])
+        if isinstance(n, For) and n.loop_var in vars_:
+            return attrs.evolve(n, loop_var=vars_[n.loop_var])
+        return None
+
+    out = rewrite_expr(body, fn)
+    if buffers:
+        by_buffer = {}
+        for n in sub_expressions(out):
+            buf = getattr(n, "buffer", None)
+            if isinstance(buf, Buffer) and buf.data in buffers and buf not in by_buffer:
+                new = buffers[buf.data]
+                by_buffer[buf] = attrs.evolve(buf, data=new.data)
+        out = replace_buffers(out, by_buffer)
+        out = rewrite_expr(
+            out,
+            lambda n: (
+                Allocate(by_buffer.get(n.buffer, n.buffer), n.body)
+                if isinstance(n, Allocate) and n.buffer in by_buffer
+                else None
+            ),
+        )
+    return out  # type: ignore[no-any-return]
+
+
+__all__ = [
+    "NOOP",
+    "StmtMutator",
+    "children",
+    "fresh_binders",
+    "is_noop",
+    "make_seq",
+    "replace_buffers",
+    "rewrite_expr",
+    "stmt_children",
+    "sub_expressions",
+    "substitute",
+    "with_children",
+    "with_stmt_children",
+]

@@ -1,7 +1,10 @@
 """Declarations of every operator (name, arity, attribute schema, fusion pattern).
 
 Importing this package registers the operators; one module per family. The other facets
-of an operator (type relation, implementation, ...) live in the layers that use them.
+of an operator (type relation, implementation, ...) live in the layers that use them;
+what an attribute *means* (axes, reshape's special values, layouts, padding, strided-slice
+indices, dtype limits, resize coordinates, Winograd matrices) is written once in the
+`semantics` subpackage, which every facet calls.
 """
 
 from __future__ import annotations

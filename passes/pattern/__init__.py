@@ -1,8 +1,14 @@
-"""The dataflow pattern language: patterns, `match`, `rewrite` rules and `partition`.
+"""The dataflow pattern language: patterns, `match`, rewrite rules, the rewrite driver
+and `partition`.
 
 conv = is_op("nn.conv2d")(wildcard().named("x"), is_constant().named("w"))
 found = match(conv, expr)          # Match with .captures["x"], or None
 mod = rewrite(Rule(conv, lambda x, w: ...) + other_rule, mod)
+fn = apply_rules(rules, fn, mod, settle=True)   # the driver the passes use
+
+`patterns` builds patterns, `matcher` matches them, `rules` holds `Rule` / `RuleSet`,
+`rewrite` is the one rewrite driver (order, settling, fixpoint, budget, trace, types
+carried through `retype`), `partition` outlines matches into functions.
 grouped = partition(conv.optional(lambda p: is_op("nn.relu")(p)), expr,
                     {"Composite": "conv_relu"})
 """
@@ -36,7 +42,14 @@ from .patterns import (
     is_var,
     wildcard,
 )
-from .rewrite import RewriteBudgetError, RewriteRecord, Rule, RuleSet, rewrite, rule
+from .rewrite import (
+    RewriteBudgetError,
+    RewriteContext,
+    RewriteRecord,
+    apply_rules,
+    rewrite,
+)
+from .rules import Rule, RuleSet, rule
 
 __all__ = [
     "AltPattern",
@@ -52,6 +65,7 @@ __all__ = [
     "Matcher",
     "OpNamePattern",
     "RewriteBudgetError",
+    "RewriteContext",
     "RewriteRecord",
     "Rule",
     "RuleSet",
@@ -61,6 +75,7 @@ __all__ = [
     "TypePattern",
     "VarPattern",
     "WildcardPattern",
+    "apply_rules",
     "capture",
     "dominates",
     "is_constant",

@@ -16,14 +16,17 @@ from ...lang.attrs import FuncAttrs
 from ...lang.expr import Call, Expr, Function, Var
 from ...lang.module import IRModule
 from ...lang.op import Op
-from ...lang.traversal import children, post_order, with_children
+from ...lang.traversal import ExprMutator, children, post_order, with_children
 from ...typecheck import infer_expr
 from .matcher import Match, Matcher, consumers, root_classes
 from .patterns import DFPattern
 
 
 def _outline(found: Match, attrs: Mapping[str, object], args: list[Expr]) -> Call:
-    """The call of a new function computing `found`'s region, applied to `args`."""
+    """The call of a new function computing `found`'s region, applied to `args`.
+
+    The walk is the match's region only (it stops at the inputs, which become parameters,
+    and at nodes outside the region), so it is not a whole-graph `ExprMutator`."""
     params = {id(e): Var(f"FunctionVar_{i}") for i, e in enumerate(found.inputs)}
     region = {id(e) for e in found.region}
     memo: dict[int, Expr] = {}
@@ -88,12 +91,20 @@ def partition(
         found = matcher.match(pattern, node)
         if found is not None and found.region and _claim(found, uses, claimed):
             groups[id(node)] = found
-    memo: dict[int, Expr] = {}
-    for node in nodes:
-        found = groups.get(id(node))
-        if found is not None:
-            memo[id(node)] = _outline(found, attrs or {}, [memo[id(e)] for e in found.inputs])
-            continue
-        kids = children(node)
-        memo[id(node)] = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-    return memo[id(expr)]
+    return _Outliner(groups, attrs or {}).visit(expr, nodes)
+
+
+class _Outliner(ExprMutator):
+    """Replaces the root of each match in `groups` (by id) by a call of its outlined
+    function, applied to the rewritten inputs."""
+
+    def __init__(self, groups: dict[int, Match], attrs: Mapping[str, object]) -> None:
+        super().__init__()
+        self.groups = groups
+        self.attrs = attrs
+
+    def rewrite_node(self, node: Expr) -> Expr:
+        found = self.groups.get(id(node))
+        if found is None:
+            return self.rebuilt(node)
+        return _outline(found, self.attrs, [self.rewritten(e) for e in found.inputs])

@@ -1,98 +1,49 @@
-"""Rewrite rules (a pattern and a callback) and the bottom-up fixpoint driver.
+"""The rewrite driver: applies rules (`rules.Rule`: a pattern and a callback) to a program.
 
-fold = Rule(is_op("multiply")(wildcard().named("x"), is_constant().named("c")),
-            lambda x, c: ...)          # returns a replacement, or None for no change
-rewrite(fold + other, mod, max_iterations=20, trace=True)
+It is the one place that owns traversal order; every rewriting pass runs through it.
+
+* **Order.** `bottom-up` (the default) tries the rules at a node after its children were
+  rewritten, on the node rebuilt with them; `top-down` tries them at a node first, then
+  rewrites the children of what it became. Walks are iterative and memoized on node
+  identity, so shared subgraphs stay shared and a 100,000-binding chain needs no
+  recursion.
+* **At a node** the first rule whose pattern matches and whose callback returns a new
+  expression wins. With `settle=True` the rules are tried again on the replacement
+  until none fires, so each node leaves the sweep settled.
+* **Sweeps.** With `fixpoint=True`, sweeps repeat until one in which no rule fires. A
+  settled sweep leaves nothing else to do unless a rule lacked a type or a consumer it
+  needed (of a node built during the sweep), so after a settled sweep another runs only
+  then. `max_sweeps` bounds the sweeps (and, when settling, the rewrites of one node);
+  past it `RewriteBudgetError` names the last rules that fired.
+* **Types** of the sweep's root are inferred when first needed (by a type pattern or a
+  callback's `ctx.type_of`), then carried to rebuilt nodes and inferred locally for new
+  ones (`retype.SweepTypes`), so a sweep stays linear and does every rewrite it can see.
+* **Trace.** Pass a list as `trace` to get a `RewriteRecord` per rewrite.
+
+    rewrite(fold + other_rule, mod, max_iterations=20, trace=True)
+    apply_rules(rules, fn, mod, settle=True)        # what the passes call
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, Literal, TypeVar, overload
 
-from attrs import define, field
+from attrs import define
 
 from ...lang.diagnostics import Error
-from ...lang.expr import Call, Expr, Function
+from ...lang.expr import Expr, Function
 from ...lang.module import IRModule
-from ...lang.op import Op
-from ...lang.traversal import children, post_order, with_children
+from ...lang.traversal import ExprMutator, children, post_order, with_children
+from ...lang.types import Type
 from ...typecheck import ModuleTypes, infer_expr
-from .matcher import Matcher, consumers, root_classes, root_op_names
-from .patterns import DFPattern
+from .matcher import Matcher, consumers
 from .retype import SweepTypes
+from .rules import Candidate, Rule, RuleIndex, RuleSet, as_rules
 
-Callback = Callable[..., Expr | None]
 E = TypeVar("E", bound=Expr | IRModule)
-
-
-@define(frozen=True, eq=False)
-class Rule:
-    """A rewrite rule: where `pattern` matches, `callback(**captures)` returns the
-    replacement, or None for no change. Rules combine into a `RuleSet` with `+`."""
-
-    pattern: DFPattern
-    callback: Callback
-    name: str = ""
-
-    def __attrs_post_init__(self) -> None:
-        if not self.name:
-            object.__setattr__(self, "name", getattr(self.callback, "__name__", "rule"))
-
-    def __add__(self, other: Rule | RuleSet) -> RuleSet:
-        return RuleSet((self,)) + other
-
-
-def _rule_tuple(rules: Iterable[Rule]) -> tuple[Rule, ...]:
-    return tuple(rules)
-
-
-@define(frozen=True, eq=False)
-class RuleSet:
-    """An ordered collection of rules; at each node the first rule that rewrites wins."""
-
-    rules: tuple[Rule, ...] = field(converter=_rule_tuple)
-
-    def __add__(self, other: Rule | RuleSet) -> RuleSet:
-        extra = (other,) if isinstance(other, Rule) else other.rules
-        return RuleSet(self.rules + extra)
-
-    def __iter__(self) -> Iterator[Rule]:
-        return iter(self.rules)
-
-
-class RuleIndex:
-    """The rules that can fire at a node, in their order: a rule whose pattern needs a call
-    of certain operators (or a certain node class) at its root is tried only there."""
-
-    def __init__(self, rules: Iterable[Rule]) -> None:
-        self.rules = tuple(rules)
-        self._names = [root_op_names(r.pattern) for r in self.rules]
-        self._classes = [root_classes(r.pattern) for r in self.rules]
-        self._cache: dict[tuple[type, str], tuple[Rule, ...]] = {}
-
-    def at(self, node: Expr) -> tuple[Rule, ...]:
-        """The rules worth trying at `node`."""
-        name = node.op.name if isinstance(node, Call) and isinstance(node.op, Op) else ""
-        key = (type(node), name)
-        found = self._cache.get(key)
-        if found is None:
-            found = tuple(
-                r
-                for r, names, classes in zip(self.rules, self._names, self._classes)
-                if (classes is None or type(node) in classes) and (names is None or name in names)
-            )
-            self._cache[key] = found
-        return found
-
-
-def rule(pattern: DFPattern, name: str = "") -> Callable[[Callback], Rule]:
-    """Decorator: `@rule(pattern)` turns a callback into a `Rule` named after it."""
-
-    def wrap(callback: Callback) -> Rule:
-        return Rule(pattern, callback, name)
-
-    return wrap
+Order = Literal["bottom-up", "top-down"]
+ORDERS = ("bottom-up", "top-down")
 
 
 @define(frozen=True)
@@ -106,98 +57,233 @@ class RewriteRecord:
 
 
 class RewriteBudgetError(Error):
-    """A rewrite did not reach a fixpoint within its iteration budget."""
+    """A rewrite did not reach a fixpoint within its budget of sweeps or of rewrites."""
 
 
-def _rules(rules: Rule | RuleSet) -> tuple[Rule, ...]:
-    return (rules,) if isinstance(rules, Rule) else rules.rules
+def _firing(fired: Iterable[tuple[Rule, Expr, Expr]]) -> str:
+    return ", ".join(sorted({r.name for r, _, _ in fired}))
 
 
-def _one_pass(
-    rules: tuple[Rule, ...],
-    root: Expr,
-    types: Callable[[], ModuleTypes | None],
-    fired: list[tuple[Rule, Expr, Expr]],
-) -> Expr:
-    """One bottom-up sweep; returns the new root.
+class RewriteContext:
+    """What a callback with a `ctx` parameter is given.
 
-    Types are inferred for `root` when a rule first needs one, then kept up to date for
-    the nodes the sweep rebuilds or creates (`SweepTypes`), so every rewrite a sweep can
-    see is done in that sweep.
+    `original` is the node being rewritten as it was before this sweep (its children not
+    yet rewritten): rules that look the node up in a table computed on the input use it,
+    and `rewritten(e)` gives the result of another node of the input visited already.
+    `mod` is the module of globals, `iteration` the sweep's number.
     """
-    sweep: SweepTypes | None = None
-    # (node, rebuilt, result) of the nodes visited before types were first needed
-    pending: list[tuple[Expr, Expr, Expr]] = []
-    current: tuple[Expr, Expr] = (root, root)
 
-    def sweep_types() -> ModuleTypes | None:
-        nonlocal sweep
-        base = types()
-        if base is None:
-            return None
-        sweep = SweepTypes(base)
-        for node, rebuilt, result in pending:
-            sweep.carry(node, rebuilt)
-            if result is not rebuilt:
+    def __init__(self, sweep: _Sweep, mod: IRModule | None, iteration: int) -> None:
+        self._sweep = sweep
+        self.mod = mod
+        self.iteration = iteration
+        self.original: Expr | None = None
+
+    def rewritten(self, e: Expr) -> Expr:
+        """The result of `e`, a node of the sweep's input visited already (bottom-up: a
+        descendant of `original`, or a node before it in evaluation order)."""
+        return self._sweep.rewritten(e)
+
+    def type_of(self, e: Expr) -> Type | None:
+        """The type of `e` in this sweep, or None if it is not known (the driver then
+        counts the sweep as lacking information, see the module docstring)."""
+        types = self._sweep.types()
+        t = types.table.get(e) if types is not None else None
+        if t is None:
+            self._sweep.lacked = True
+        return t
+
+
+class _Sweep(ExprMutator):
+    """One sweep of the rules over `root` (see the module docstring)."""
+
+    def __init__(
+        self,
+        index: RuleIndex,
+        root: Expr,
+        mod: IRModule | None,
+        settle: bool,
+        max_rewrites: int,
+        iteration: int,
+    ) -> None:
+        super().__init__()
+        self.index = index
+        self.root = root
+        self.mod = mod
+        self.settle = settle
+        self.max_rewrites = max_rewrites
+        self.fired: list[tuple[Rule, Expr, Expr]] = []
+        self.lacked = False
+        self.ctx = RewriteContext(self, mod, iteration)
+        self.matcher = Matcher(self.types, lambda: consumers(root))
+        self._types: SweepTypes | None = None
+        self._types_done = False
+        # (old, new, result) of the nodes visited before types were first needed
+        self._pending: list[tuple[Expr, Expr, Expr]] = []
+        self._current: tuple[Expr, Expr, Expr] = (root, root, root)
+
+    # ------------------------------------------------------------------ types
+    def types(self) -> ModuleTypes | None:
+        """The types of this sweep's nodes, inferred on first use."""
+        if not self._types_done:
+            self._types_done = True
+            base = infer_expr(self.root, self.mod)
+            sweep = self._types = SweepTypes(base)
+            for old, new, result in self._pending:
+                sweep.carry(old, new)
+                if result is not new:
+                    sweep.add(result)
+            self._pending.clear()
+            old, new, result = self._current
+            sweep.carry(old, new)
+            if result is not new:
                 sweep.add(result)
-        pending.clear()
-        sweep.carry(*current)
-        return base
+        return self._types.types if self._types is not None else None
 
-    matcher = Matcher(sweep_types, lambda: consumers(root))
-    memo: dict[int, Expr] = {}
-    keep: list[Expr] = []
-    index = RuleIndex(rules)
-    for node in post_order(root):
-        kids = children(node)
-        rebuilt = with_children(node, [memo[id(k)] for k in kids]) if kids else node
-        if sweep is not None and rebuilt is not node:
-            sweep.carry(node, rebuilt)
-        current = (node, rebuilt)
+    def _rebuilt_from(self, old: Expr, new: Expr, result: Expr) -> None:
+        """Record that `old` became `new` on new children, then `result` by the rules."""
+        if self._types is not None:
+            if new is not old:
+                self._types.carry(old, new)
+            if result is not new:
+                self._types.add(result)
+        elif new is not old or result is not new:
+            self._pending.append((old, new, result))
+
+    # ------------------------------------------------------------------ rules
+    def _first(self, e: Expr, candidates: tuple[Candidate, ...]) -> tuple[Rule, Expr] | None:
+        """The first of `candidates` that rewrites `e`, and its replacement."""
+        for r, trivial in candidates:
+            if trivial is None:
+                found = self.matcher.match(r.pattern, e)
+                if found is None:
+                    continue
+                captures = found.captures
+            else:
+                captures = {trivial: e} if trivial else {}
+            if r.wants_ctx:
+                replacement = r.callback(ctx=self.ctx, **captures)
+            else:
+                replacement = r.callback(**captures)
+            if replacement is not None and replacement is not e:
+                return r, replacement
+        return None
+
+    def apply(self, node: Expr, rebuilt: Expr, candidates: tuple[Candidate, ...]) -> Expr:
+        """`rebuilt` (`node` on rewritten children) after the rules (settled if asked);
+        `candidates` are the rules that can fire at `rebuilt`."""
+        self.ctx.original = node
+        self._current = (node, rebuilt, rebuilt)
+        found = self._first(rebuilt, candidates)
+        return rebuilt if found is None else self._fired(node, rebuilt, found)
+
+    def _fired(self, node: Expr, rebuilt: Expr, found: tuple[Rule, Expr]) -> Expr:
+        """The result at `node` once a first rule fired on `rebuilt` (settled if asked)."""
+        start = len(self.fired)
         result = rebuilt
-        for r in index.at(rebuilt):
-            found = matcher.match(r.pattern, rebuilt)
-            if found is None:
+        for _ in range(self.max_rewrites):
+            r, replacement = found
+            self.fired.append((r, result, replacement))
+            if self._types is not None:
+                self._types.add(replacement)
+            result = replacement
+            if not self.settle:
+                return result
+            self._current = (node, rebuilt, result)
+            again = self._first(result, self.index.at(result))
+            if again is None:
+                return result
+            found = again
+        raise RewriteBudgetError.at(
+            node.span,
+            f"the rules did not settle at one node in {self.max_rewrites} rewrites",
+            "last rules that fired: " + _firing(self.fired[start:][-8:]),
+        )
+
+    # ------------------------------------------------------------------ walks
+    def rewrite_node(self, node: Expr) -> Expr:
+        """Bottom-up: the rules at `node` rebuilt on its rewritten children."""
+        rebuilt = self.rebuilt(node)
+        had_types = self._types is not None
+        if had_types and rebuilt is not node:
+            self._types.carry(node, rebuilt)  # type: ignore[union-attr]
+        candidates = self.index.at(rebuilt)
+        result = self.apply(node, rebuilt, candidates) if candidates else rebuilt
+        if not had_types and self._types is None and (rebuilt is not node or result is not rebuilt):
+            self._pending.append((node, rebuilt, result))
+        return result
+
+    def top_down(self) -> Expr:
+        """Top-down: the rules at each node first, then the children of the result."""
+        memo, keep = self.memo, self._keep
+        tops: dict[int, Expr] = {}
+        stack: list[tuple[Expr, bool]] = [(self.root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            key = id(node)
+            if expanded:
+                top = tops[key]
+                kids = children(top)
+                # a replacement may contain `node` itself: that child is kept as it is
+                new = with_children(top, [memo.get(id(k), k) for k in kids]) if kids else top
+                self._rebuilt_from(top, new, new)
+                memo[key] = new
                 continue
-            replacement = r.callback(**found.captures)
-            if replacement is not None and replacement is not rebuilt:
-                fired.append((r, rebuilt, replacement))
-                result = replacement
-                if sweep is not None:
-                    sweep.add(replacement)
-                break
-        if sweep is None and (rebuilt is not node or result is not rebuilt):
-            pending.append((node, rebuilt, result))
-        memo[id(node)] = result
-        keep.append(node)
-    return memo[id(root)]
+            if key in memo or key in tops:
+                continue
+            top = self.apply(node, node, self.index.at(node))
+            if self._types is None and top is not node:
+                self._pending.append((node, node, top))
+            tops[key] = top
+            keep.extend((node, top))
+            stack.append((node, True))
+            for kid in reversed(children(top)):
+                if id(kid) not in memo and id(kid) not in tops:
+                    stack.append((kid, False))
+        return memo[id(self.root)]
+
+    def run(self, order: Order) -> Expr:
+        """The root after this sweep."""
+        result = self.top_down() if order == "top-down" else self.visit(self.root)
+        self.lacked = self.lacked or self.matcher.unknown
+        return result
 
 
-def _rewrite_expr(
-    rules: tuple[Rule, ...],
+def _has_candidates(index: RuleIndex, root: Expr) -> bool:
+    return any(index.at(node) for node in post_order(root))
+
+
+def apply_rules(
+    rules: Rule | RuleSet | Iterable[Rule],
     expr: Expr,
-    mod: IRModule | None,
-    max_iterations: int,
-    trace: list[RewriteRecord] | None,
+    mod: IRModule | None = None,
+    *,
+    order: Order = "bottom-up",
+    settle: bool = False,
+    fixpoint: bool = True,
+    max_sweeps: int = 100,
+    trace: list[RewriteRecord] | None = None,
 ) -> Expr:
+    """`expr` with `rules` applied as the module docstring describes; globals and their
+    types are looked up in `mod`. Returns `expr` itself when no rule fires."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    index = RuleIndex(as_rules(rules))
     fired: list[tuple[Rule, Expr, Expr]] = []
-    for iteration in range(max_iterations):
-        current = expr
-
-        def types(current: Expr = current) -> ModuleTypes | None:
-            return infer_expr(current, mod)
-
-        fired = []
-        expr = _one_pass(rules, current, types, fired)
+    for iteration in range(max_sweeps):
+        if not _has_candidates(index, expr):
+            return expr
+        sweep = _Sweep(index, expr, mod, settle, max_sweeps, iteration)
+        expr = sweep.run(order)
+        fired = sweep.fired
         if trace is not None:
             trace.extend(RewriteRecord(r.name, b, a, iteration) for r, b, a in fired)
-        if not fired:
+        if not fired or not fixpoint or (settle and not sweep.lacked):
             return expr
-    names = sorted({r.name for r, _, _ in fired})
     raise RewriteBudgetError.at(
         expr.span,
-        f"rewrite did not reach a fixpoint in {max_iterations} iterations",
-        "rules still firing: " + ", ".join(names),
+        f"rewrite did not reach a fixpoint in {max_sweeps} iterations",
+        "rules still firing: " + _firing(fired),
     )
 
 
@@ -207,6 +293,9 @@ def rewrite(
     expr_or_module: E,
     max_iterations: int = ...,
     trace: Literal[False] = ...,
+    *,
+    order: Order = ...,
+    settle: bool = ...,
 ) -> E: ...
 
 
@@ -217,6 +306,8 @@ def rewrite(
     max_iterations: int = ...,
     *,
     trace: Literal[True],
+    order: Order = ...,
+    settle: bool = ...,
 ) -> tuple[E, list[RewriteRecord]]: ...
 
 
@@ -225,26 +316,34 @@ def rewrite(
     expr_or_module: Expr | IRModule,
     max_iterations: int = 100,
     trace: bool = False,
+    *,
+    order: Order = "bottom-up",
+    settle: bool = False,
 ) -> Any:
-    """Apply `rules` bottom-up, sweep after sweep, until no rule fires.
+    """Apply `rules` (bottom-up by default), sweep after sweep, until no rule fires.
 
     Types for type/shape/dtype constraints are inferred once per sweep, on demand. Every
     function of a module is rewritten. Raises `RewriteBudgetError` naming the rules that
     kept firing if `max_iterations` sweeps do not reach a fixpoint. With `trace=True`,
     returns `(result, records)` where each `RewriteRecord` says which rule rewrote what.
     """
-    ordered = _rules(rules)
     records: list[RewriteRecord] | None = [] if trace else None
+
+    def run(e: Expr, mod: IRModule | None) -> Expr:
+        return apply_rules(
+            rules, e, mod, order=order, settle=settle, max_sweeps=max_iterations, trace=records
+        )
+
     result: Expr | IRModule
     if isinstance(expr_or_module, IRModule):
         result = expr_or_module
         for gv in list(expr_or_module.functions):
-            new = _rewrite_expr(ordered, result.functions[gv], result, max_iterations, records)
+            new = run(result.functions[gv], result)
             if not isinstance(new, Function):
                 raise Error.at(new.span, f"a rule replaced the function @{gv.name_hint}")
             result = result.with_function(gv, new)
     else:
-        result = _rewrite_expr(ordered, expr_or_module, None, max_iterations, records)
+        result = run(expr_or_module, None)
     if records is not None:
         return result, records
     return result

@@ -15,11 +15,10 @@ from relay.backend.codegen import (
     CodegenError,
     EntryPlan,
     KernelCall,
-    aligned_copy,
-    aligned_empty,
     compile_module,
     load_library,
 )
+from relay.backend.runtime.native import aligned_copy, aligned_empty
 
 N = 1000
 
@@ -142,7 +141,8 @@ LOAD_SCRIPT = textwrap.dedent(
     """
     import ctypes, sys
     import numpy as np
-    from relay.backend.codegen import aligned_copy, aligned_empty, load_library
+    from relay.backend.codegen import load_library
+    from relay.backend.runtime.native import aligned_copy, aligned_empty
     import relay.backend.codegen.compile as compile_mod
 
     called = []

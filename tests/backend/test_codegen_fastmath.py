@@ -8,8 +8,9 @@ import re
 import numpy as np
 import pytest
 from relay.backend import tir
-from relay.backend.codegen import aligned_copy, aligned_empty, compile_module
-from relay.backend.lower.target import host_target
+from relay.backend.codegen import compile_module
+from relay.backend.runtime.native import aligned_copy, aligned_empty
+from relay.backend.target import Target
 from relay.backend.tir import op
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -148,6 +149,6 @@ def test_vector_widths_agree_with_scalar_code(lib, name):
 
 def test_fast_functions_are_inlined_and_vectorized(lib):
     body = lib.llvm_ir.split("define void @erf(")[1].split("\n}")[0]
-    lanes = host_target().lanes("float32")  # 16 with AVX-512, 8 with AVX2
+    lanes = Target.host().lanes("float32")  # 16 with AVX-512, 8 with AVX2
     assert f"<{lanes} x float>" in body
     assert not re.search(r"call [^@]*@(?!llvm\.)", body)  # no calls left but LLVM intrinsics

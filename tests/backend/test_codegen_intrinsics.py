@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 from relay.backend import tir
-from relay.backend.codegen import aligned_copy, aligned_empty, compile_module
+from relay.backend.codegen import compile_module
+from relay.backend.runtime.native import aligned_copy, aligned_empty
 from relay.backend.tir import op
 from relay.backend.tir.op import INTRINSICS
 

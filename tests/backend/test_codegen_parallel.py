@@ -14,15 +14,9 @@ import time
 import numpy as np
 import pytest
 from relay.backend import tir
-from relay.backend.codegen import (
-    aligned_copy,
-    aligned_empty,
-    compile_module,
-    get_num_threads,
-    set_num_threads,
-    threadpool,
-)
+from relay.backend.codegen import compile_module, get_num_threads, set_num_threads, threadpool
 from relay.backend.codegen.threadpool import default_num_threads
+from relay.backend.runtime.native import aligned_copy, aligned_empty
 
 PAR, SERIAL = tir.ForKind.PARALLEL, tir.ForKind.SERIAL
 
@@ -225,7 +219,8 @@ EXIT_SCRIPT = textwrap.dedent(
     """
     import os, numpy as np
     from relay.backend import tir
-    from relay.backend.codegen import compile_module, aligned_copy, aligned_empty, get_num_threads
+    from relay.backend.codegen import compile_module, get_num_threads
+    from relay.backend.runtime.native import aligned_copy, aligned_empty
     a, b = tir.decl_buffer((4096,), "float32", "a"), tir.decl_buffer((4096,), "float32", "b")
     i = tir.Var("i")
     f = tir.PrimFunc("f", (a, b), tir.For(i, 0, 4096, tir.ForKind.PARALLEL, tir.BufferStore(b, a.load(i) + 1.0, (i,))))
@@ -244,6 +239,8 @@ EXIT_SCRIPT = textwrap.dedent(
         os._exit(0 if (y == x + 1).all() else 3)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+    import relay  # the API edge reads RELAY_NUM_THREADS; the build sets the pool from it
+    relay.build(relay.parse('#[version = "0.0.5"] def @main(%x: Tensor[(4), float32]) { %x }'))
     print("threads", get_num_threads(), grown)
     """
 )
@@ -251,8 +248,8 @@ EXIT_SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("env", ["1", "2"])
 def test_exit_fork_and_env_thread_count(env):
-    """The interpreter exits promptly with live workers; a forked child works; the thread count
-    comes from RELAY_NUM_THREADS."""
+    """The interpreter exits promptly with live workers; a forked child works; a build's
+    thread count comes from RELAY_NUM_THREADS."""
     proc = subprocess.run(
         [sys.executable, "-c", EXIT_SCRIPT],
         capture_output=True,

@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from relay.backend import tir
-from relay.backend.codegen import aligned_copy, aligned_empty, compile_module
+from relay.backend.codegen import compile_module
+from relay.backend.runtime.native import aligned_copy, aligned_empty
 from relay.backend.tir import op
 from relay.backend.tir.evaluate import run_primfunc
 

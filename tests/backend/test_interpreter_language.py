@@ -48,6 +48,7 @@ from relay.lang import (
     const,
     get_op,
 )
+from relay.lang.optable import MissingFacetError
 
 
 def op(name, *args, **attrs):
@@ -422,7 +423,7 @@ def test_runtime_errors_are_diagnosed():
 def test_operator_without_implementation_names_the_operator():
     name = "test.interp_unimplemented"
     test_op = Op(name, 1, None, OpPattern.OPAQUE)  # not registered: no global side effect
-    with pytest.raises(MissingImplementationError, match=f"`{name}` has no reference"):
+    with pytest.raises(MissingFacetError, match=f"`{name}` has no reference"):
         implementation_for(test_op)
     with pytest.raises(MissingImplementationError, match=f"`{name}` has no reference"):
         evaluate(Call(test_op, [i32(1)]))

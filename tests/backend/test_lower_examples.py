@@ -16,9 +16,10 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
-from relay.backend.codegen import aligned_copy, aligned_empty, compile_module
+from relay.backend.codegen import compile_module
 from relay.backend.lower.lower_func import LoweredKernel, lower_primitive
 from relay.backend.runtime import evaluate
+from relay.backend.runtime.native import aligned_copy, aligned_empty
 from relay.backend.tir.transform import lower_pipeline
 from relay.grammar import parse_file
 from relay.lang.expr import Call, Function, Var

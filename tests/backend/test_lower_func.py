@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 import relay
-from relay.backend.codegen import aligned_copy, aligned_empty, compile_module
+from relay.backend.codegen import compile_module
 from relay.backend.lower import computes
 from relay.backend.lower.lower_func import (
     MAX_INLINE_DEPTH,
@@ -22,24 +22,27 @@ from relay.backend.lower.lower_func import (
     lower_to_te,
 )
 from relay.backend.lower.schedules import (
-    PRIORITY_COMPLEX,
-    PRIORITY_GENERIC,
-    PRIORITY_INJECTIVE,
-    PRIORITY_REDUCE,
+    BY_PATTERN,
     SCHEDULES,
     is_injective_tag,
-    priority_of,
-    register_schedule,
-    rule_for_tag,
-    schedule_for,
+    pick_anchor,
+    schedule_rule,
+    stage_order,
     vector_factor,
 )
-from relay.backend.lower.schedules.generic import schedule_generic
+from relay.backend.lower.schedules import conv2d as conv2d_schedules
+from relay.backend.lower.schedules import reduce as reduce_schedules
+from relay.backend.lower.schedules import softmax as softmax_schedules
+from relay.backend.lower.schedules.dense import DENSE
+from relay.backend.lower.schedules.generic import GENERIC, schedule_generic
+from relay.backend.lower.schedules.injective import INJECTIVE
 from relay.backend.runtime import evaluate
+from relay.backend.runtime.native import aligned_copy, aligned_empty
 from relay.backend.te.tensor import ComputeOp, PlaceholderOp, compute, placeholder
 from relay.lang.attrs import FuncAttrs
 from relay.lang.expr import Call, Constant, Function, Var
-from relay.lang.op import get_op
+from relay.lang.op import OpPattern, get_op
+from relay.lang.optable import DuplicateFacetError
 from relay.lang.types import FuncType, TensorType
 from relay.typecheck import infer_module
 
@@ -271,31 +274,43 @@ def test_deep_chain_lowers_without_recursion() -> None:
 # ----------------------------------------------------------------------- the schedule table
 
 
-def test_tags_select_rules_by_exact_key_then_longest_prefix() -> None:
-    assert rule_for_tag("comm_reduce").key == "comm_reduce"  # type: ignore[union-attr]
-    assert rule_for_tag("pool_max").key == "pool"  # type: ignore[union-attr]
-    assert rule_for_tag("global_pool_avg").key == "global_pool"  # type: ignore[union-attr]
-    assert rule_for_tag("injective,pad").key == "injective"  # type: ignore[union-attr]
-    assert rule_for_tag("no_such_tag") is None
-    assert priority_of("no_such_tag") == PRIORITY_GENERIC
-    assert priority_of("elemwise") == priority_of("broadcast") == PRIORITY_INJECTIVE
-    assert priority_of("softmax") == priority_of("pool_avg") == PRIORITY_REDUCE
-    assert PRIORITY_COMPLEX > PRIORITY_REDUCE > PRIORITY_INJECTIVE > PRIORITY_GENERIC
+def test_operators_select_rules_then_their_pattern_kind() -> None:
+    assert schedule_rule(get_op("nn.conv2d")) is conv2d_schedules.CONV2D
+    assert schedule_rule(get_op("nn.matmul")) is DENSE
+    assert schedule_rule(get_op("nn.layer_norm")) is reduce_schedules.REDUCE  # opaque, own rule
+    assert schedule_rule(get_op("sum")) is reduce_schedules.REDUCE  # by its pattern kind
+    assert get_op("sum") not in SCHEDULES
+    assert BY_PATTERN[OpPattern.COMM_REDUCE] is reduce_schedules.REDUCE
+    assert schedule_rule(get_op("add")) is schedule_rule(get_op("take")) is INJECTIVE
+    assert schedule_rule(get_op("nn.conv1d")) is schedule_rule(get_op("sort")) is GENERIC
+    assert INJECTIVE.anchor_stage is None and GENERIC.anchor_stage is None
     assert is_injective_tag("injective,pad") and is_injective_tag("broadcast")
     assert not is_injective_tag("comm_reduce") and not is_injective_tag("")
 
 
-def test_registering_a_key_twice_is_an_error() -> None:
-    with pytest.raises(ValueError, match="already registered"):
-        register_schedule("injective", PRIORITY_INJECTIVE)(schedule_generic)
+def test_registering_an_operator_twice_is_an_error() -> None:
+    with pytest.raises(DuplicateFacetError, match=r"`nn\.softmax` already has a schedule"):
+        softmax_schedules.SCHEDULES.add("nn.softmax", softmax_schedules.SOFTMAX)
 
 
-def test_unknown_anchor_gets_the_generic_schedule() -> None:
+def test_anchor_is_the_heaviest_operator_and_unknown_stages_get_the_generic_schedule() -> None:
     graph = lower_to_te(parse_fn("def @main(%x: Tensor[(4), float32], Primitive=1) { exp(%x) }"))
-    assert schedule_for(graph.outputs[0]) is SCHEDULES["elemwise"].fn
+    order = stage_order(graph.outputs)
+    assert pick_anchor(order, graph.outputs, set()) == (graph.outputs[0], schedule_generic)
+    graph = lower_to_te(
+        parse_fn(
+            "def @main(%x: Tensor[(3, 8), float32], Primitive=1) {"
+            "  exp(nn.softmax(sum(exp(%x), axis=[1], keepdims=True))) }"
+        )
+    )
+    order = stage_order(graph.outputs)
+    anchor, schedule = pick_anchor(order, graph.outputs, set())
+    assert schedule is softmax_schedules.SOFTMAX.schedule  # out-elemwise-fusable over reduce
+    assert computes.made_by(anchor.op) is get_op("nn.softmax")
     x = placeholder((4,), "float32", "x")
-    mystery = compute((4,), lambda i: x[i], name="m", tag="mystery")
-    assert schedule_for(mystery) is schedule_generic
+    mystery = compute((4,), lambda i: x[i], name="m", tag="mystery")  # made by no operator
+    assert computes.made_by(mystery.op) is None
+    assert pick_anchor([x.op, mystery.op], [mystery], set()) == (mystery, schedule_generic)
 
 
 def test_vector_factor_prefers_divisors() -> None:

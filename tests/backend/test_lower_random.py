@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from relay.backend.codegen import aligned_copy, aligned_empty, compile_module
+from relay.backend.codegen import compile_module
 from relay.backend.lower.lower_func import lower_primitive
 from relay.backend.runtime import evaluate, interpret
+from relay.backend.runtime.native import aligned_copy, aligned_empty
 from relay.backend.tir.transform import lower_pipeline
 from relay.lang.expr import Call, Function, Tuple, Var
 from relay.lang.module import IRModule

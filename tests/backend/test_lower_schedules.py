@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 import relay
-from relay.backend.codegen import aligned_copy, aligned_empty, compile_module
+from relay.backend.codegen import compile_module
 from relay.backend.lower.lower_func import LoweredKernel, lower_primitive
 from relay.backend.lower.schedules import reduce as reduce_schedules
-from relay.backend.lower.target import Target
 from relay.backend.runtime import evaluate
+from relay.backend.runtime.native import aligned_copy, aligned_empty
+from relay.backend.target import Target
 from relay.backend.tir.transform import lower_pipeline
 from relay.lang.expr import Call, Function, Var
 

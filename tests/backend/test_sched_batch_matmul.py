@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from relay.backend.lower.target import Target
 from relay.backend.runtime.op_impls import implementation_for
+from relay.backend.target import Target
 from relay.backend.te import placeholder
 from relay.lang import get_op
 from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule

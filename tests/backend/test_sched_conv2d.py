@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from attrs import evolve
 from relay.backend.lower.schedules import conv2d as conv2d_schedules
 from relay.backend.lower.schedules.conv2d import (
     analyze_conv,
@@ -16,8 +17,8 @@ from relay.backend.lower.schedules.conv2d import (
     choose_conv_blocking,
     plan_flat,
 )
-from relay.backend.lower.target import Target, host_target
 from relay.backend.runtime.op_impls import implementation_for
+from relay.backend.target import Target
 from relay.backend.te import placeholder
 from relay.lang import get_op
 from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
@@ -245,12 +246,17 @@ def test_analysis_and_blocking():
     g = analyze_conv(grouped.op)
     assert g is not None and g.groups == 2
     assert channel_vector_ok(g, 16) and not channel_vector_ok(g, 32)  # 16 channels per group
-    t = host_target()
-    for blocks, width in [(4, 56), (16, 14), (32, 7), (4, 112), (1, 5)]:
-        b = choose_conv_blocking(blocks, width, t)
-        assert 1 <= b.ocv <= blocks and 1 <= b.owb <= width
-        assert b.ocv * b.owb <= 20
-    assert choose_conv_blocking(32, 7, t).owb == 7  # a block that divides the width
+    t = Target.host()
+    for vector_bits, budget in [(512, 20), (256, 10)]:  # 32 and 16 vector registers
+        machine = evolve(t, vector_bits=vector_bits)
+        for blocks, width in [(4, 56), (16, 14), (32, 7), (4, 112), (1, 5)]:
+            b = choose_conv_blocking(blocks, width, machine)
+            assert 1 <= b.ocv <= blocks and 1 <= b.owb <= width
+            assert b.ocv * b.owb <= budget
+    avx512 = evolve(t, vector_bits=512)
+    assert choose_conv_blocking(32, 7, avx512).owb == 7  # a block that divides the width
+    avx2 = choose_conv_blocking(32, 14, evolve(t, vector_bits=256))
+    assert (avx2.ocv, avx2.owb) == (2, 5)  # 2 of 14 wastes the budget: 5 columns and a tail
     lanes = t.lanes("float32")
     plan = plan_flat(c, lanes, t)
     assert plan.wq == 6 and 32 % plan.mr == 0  # rows of (9 + 2) // 2 phase columns

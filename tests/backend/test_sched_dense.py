@@ -13,8 +13,8 @@ from relay.backend.lower.schedules.dense import (
     replace_anchor,
     split_width,
 )
-from relay.backend.lower.target import Target, host_target
 from relay.backend.runtime.op_impls import implementation_for
+from relay.backend.target import Target
 from relay.backend.te import compute, create_schedule, placeholder
 from relay.lang import get_op
 from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
@@ -169,7 +169,7 @@ def test_analyze_product_finds_the_packable_operand():
 
 
 def test_choose_blocking_fits_the_registers():
-    t = host_target()
+    t = Target.host()
     lanes = t.lanes("float32")
     b = choose_blocking(1024, 1024, lanes, t)
     regs = 32 if t.vector_bits == 512 else 16

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from relay.backend import te
-from relay.backend.te.trace import Step
+from relay.backend.te.trace import ScheduleStep
 from relay.backend.tir.evaluate import run_primfunc
 from relay.backend.tir.printer import astext
 
@@ -167,4 +167,4 @@ def test_failed_primitives_are_not_recorded() -> None:
     with pytest.raises(te.ScheduleError):
         s[C].compute_inline()
     s[D].split(s[D].op.axis[0], factor=3)
-    assert s.trace.steps == (Step("split", ("D", "i"), (("factor", 3),)),)
+    assert s.trace.steps == (ScheduleStep("split", ("D", "i"), (("factor", 3),)),)

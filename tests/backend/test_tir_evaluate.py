@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from relay.backend import tir
 from relay.backend.tir import op
-from relay.backend.tir.evaluate import EvalError, evaluate_expr, run_primfunc
+from relay.backend.tir.evaluate import TIREvalError, evaluate_expr, run_primfunc
 from relay.backend.tir.expr import (
     Broadcast,
     BufferLoad,
@@ -167,7 +167,7 @@ def test_select_evaluates_both_sides():
     body = For(
         i, 0, 6, ForKind.SERIAL, BufferStore(C, tir.select(i < 4, A.load(i), FloatImm(-1.0)), [i])
     )
-    with pytest.raises(EvalError, match="out-of-bounds"):
+    with pytest.raises(TIREvalError, match="out-of-bounds"):
         run_primfunc(
             PrimFunc("pad", (A, C), body), np.zeros(4, np.float32), np.zeros(6, np.float32)
         )
@@ -190,13 +190,13 @@ def test_out_of_bounds_and_arity_errors():
     A = tir.decl_buffer((2, 3), "float32", "A")
     i = Var("i")
     body = For(i, 0, 7, ForKind.SERIAL, BufferStore(A, FloatImm(1.0), [i]))
-    with pytest.raises(EvalError, match="out-of-bounds"):
+    with pytest.raises(TIREvalError, match="out-of-bounds"):
         run_primfunc(PrimFunc("oob", (A,), body), np.zeros((2, 3), np.float32))
     neg = BufferStore(A, FloatImm(1.0), [const(0), const(-1)])
-    with pytest.raises(EvalError, match="out-of-bounds"):
+    with pytest.raises(TIREvalError, match="out-of-bounds"):
         run_primfunc(PrimFunc("neg", (A,), neg), np.zeros((2, 3), np.float32))
     bad = BufferStore(A, FloatImm(1.0), [const(0), const(0), const(0)])
-    with pytest.raises(EvalError, match="dimensions"):
+    with pytest.raises(TIREvalError, match="dimensions"):
         run_primfunc(PrimFunc("bad", (A,), bad), np.zeros((2, 3), np.float32))
 
 
@@ -364,5 +364,5 @@ def test_evaluate_statement_and_unknown_nodes():
     c = np.zeros(1, np.float32)
     run_primfunc(PrimFunc("e", (C,), body), c)
     assert c[0] == 3.0
-    with pytest.raises(EvalError, match="not bound"):
+    with pytest.raises(TIREvalError, match="not bound"):
         evaluate_expr(Var("free") + 1)

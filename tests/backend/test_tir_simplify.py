@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from relay.backend import tir
 from relay.backend.tir import op
+from relay.backend.tir.arith import simplify
 from relay.backend.tir.evaluate import evaluate_expr, run_primfunc
 from relay.backend.tir.expr import (
     Broadcast,
@@ -25,7 +26,6 @@ from relay.backend.tir.expr import (
     const,
 )
 from relay.backend.tir.printer import astext
-from relay.backend.tir.simplify import simplify, simplify_stmt
 from relay.backend.tir.stmt import (
     BufferStore,
     Evaluate,
@@ -37,6 +37,7 @@ from relay.backend.tir.stmt import (
     SeqStmt,
     seq,
 )
+from relay.backend.tir.transform.simplify import simplify_stmt
 
 i, j, k = Var("i"), Var("j"), Var("k")
 R = {i: Range(0, 4), j: Range(0, 8), k: Range(0, 16)}

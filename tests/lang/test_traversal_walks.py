@@ -141,3 +141,23 @@ def test_deep_nested_call_mutate():
 
     out = AddToMul().visit(e)
     assert out.op is MUL and out.args[0].op is MUL
+
+
+def test_mutator_rewrite_node_sees_the_original_and_can_drop_a_let():
+    # a subclass keyed by the input's nodes: drop `let %y = ...` and read its value at uses
+    x, y = Var("x", F32), Var("y")
+    value = Call(ADD, [x, x])
+    let = Let(y, value, Call(MUL, [y, y]))
+
+    class InlineY(ExprMutator):
+        def rewrite_node(self, node):
+            if node is let:
+                return self.rewritten(node.body)
+            result = self.rebuilt(node)
+            if node is value:
+                self.memo[id(y)] = result  # the uses of y read the value
+            return result
+
+    out = InlineY().visit(let)
+    assert structural_equal(out, Call(MUL, [value, value]))
+    assert out.args[0] is value

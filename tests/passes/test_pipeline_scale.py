@@ -30,7 +30,6 @@ from relay.passes import (
     STANDARD_PIPELINES,
     PassContext,
     TimingInstrument,
-    module_types,
     parse_pipeline,
     simplify_expr,
     standard_pipeline,
@@ -155,7 +154,7 @@ def test_simplify_expr_rewrites_a_graph_chain_in_one_sweep(monkeypatch):
     # `x * 1f -> x` needs types (the result type must be x's). The nodes a rewrite rebuilds
     # keep their types, so one sweep with one type inference does every rewrite; before,
     # each sweep did one (quadratic, and over the sweep budget on long chains)
-    module = importlib.import_module("relay.passes.simplify_expr")
+    module = importlib.import_module("relay.passes.pattern.rewrite")
     inferred = []
     real = module.infer_expr
 
@@ -185,7 +184,7 @@ def test_rewrite_with_a_type_constraint_does_a_graph_chain_in_one_sweep():
 
 
 def test_infer_type_and_fuse_ops_share_one_inference(monkeypatch):
-    module = importlib.import_module("relay.passes.module_types")
+    module = importlib.import_module("relay.passes.context")
     checked = []
     real = module.check_module
 
@@ -201,9 +200,16 @@ def test_infer_type_and_fuse_ops_share_one_inference(monkeypatch):
         out = parse_pipeline("infer-type,fuse-ops")(mod, ctx)
     # fuse-ops requires infer-type, which runs again; the debug instrument checks the
     # input and every result: the module is inferred once, and so is the fused result
+    # (fuse-ops hands its result's types to the context; the debug checker infers them)
     assert [name for name, _ in timing.times] == ["infer-type", "infer-type", "fuse-ops"]
     assert checked == [mod, out]
-    assert module_types(out) is module_types(out)
+    assert ctx.module_types(out) is ctx.module_types(out)
+    # without the debug checker, the fused module's types are fuse-ops' own: one inference
+    checked.clear()
+    with PassContext(opt_level=3) as ctx:
+        out = parse_pipeline("infer-type,fuse-ops")(mod, ctx)
+    assert checked == [mod]
+    assert ctx.module_types(out).type_of(out["main"].body) == T
 
 
 def test_every_example_model_is_covered():

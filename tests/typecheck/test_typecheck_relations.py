@@ -7,9 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from relay.lang import ANY, Call, Function, ShapeVar, TensorType, TypeCheckError, Var, get_op
+from relay.lang.diagnostics import AttrsError
 from relay.lang.op import Op, OpPattern, all_ops
+from relay.lang.optable import MissingFacetError
 from relay.typecheck import RELATIONS, RelationError, infer_expr, relation_for
-from relay.typecheck.relations import UNDECLARED, missing_relations, relation
+from relay.typecheck.relations import elementwise, missing_relations
 from relay.typecheck.relations.elementwise import (
     ARITHMETIC,
     BITWISE,
@@ -135,7 +137,9 @@ def test_registry_is_keyed_by_op_objects():
 
 def test_missing_relation_names_the_op_and_facet():
     fake = Op("test.no_relation", 1, None, OpPattern.OPAQUE)  # declared nowhere: no relation
-    with pytest.raises(TypeCheckError, match=r"operator `test.no_relation` has no type relation"):
+    with pytest.raises(
+        MissingFacetError, match=r"operator `test.no_relation` has no type relation"
+    ):
         relation_for(fake)
     x = Var("x", TensorType((2,), "float32"))
     with pytest.raises(TypeCheckError, match="has no type relation"):
@@ -143,14 +147,15 @@ def test_missing_relation_names_the_op_and_facet():
     assert all(op not in RELATIONS for op in missing_relations())
 
 
-def test_decorator_skips_undeclared_ops_and_rejects_duplicates():
+def test_family_tables_reject_undeclared_ops_and_duplicates():
     def rel(args, attrs, ctx):
         return None
 
-    relation("no.such.operator")(rel)
-    assert "no.such.operator" in UNDECLARED
+    with pytest.raises(AttrsError, match=r"unknown operator `no\.such\.operator`"):
+        elementwise.RELATIONS.register("no.such.operator")(rel)
     with pytest.raises(ValueError, match="already has a type relation"):
-        relation("add")(rel)
+        elementwise.RELATIONS.register("add")(rel)
+    assert RELATIONS[get_op("add")] is elementwise.broadcast_rel  # the family's entry is kept
 
 
 def test_every_elementwise_op_declared_has_a_relation():

@@ -20,18 +20,20 @@ arguments and its attributes. It is a plain function
   raises `RelationError` if they cannot agree), make a fresh unknown with `ctx.fresh()`,
   and re-read a type after unifying with `ctx.resolve(t)`.
 
-Register one function for several operators with the decorator; operators that are not
-declared (`relay.lang.op.lookup_op(name) is None`) are skipped, so a family module can
-name more operators than are declared today:
+Each family module (elementwise, nn, conv, ...) holds a table of its own and registers one
+function for several operators with its decorator (names must be declared operators):
 
-    from relay.typecheck.relations import RelationError, relation, tensor_arg
+    RELATIONS: OpTable[Relation] = OpTable("type relation")   # once per family module
 
-    @relation("nn.relu", "nn.leaky_relu")
+    @RELATIONS.register("nn.relu", "nn.leaky_relu")
     def _same_as_input(args, attrs, ctx):
         data = tensor_arg(args[0], "the input")
         return data  # None while the input type is unknown
 
-    @relation("nn.batch_flatten")
+Families whose relations use the dimension arithmetic of `shapes` (which may have to wait
+for a shape variable) register with `shape_relation = shapes.shape_relations(RELATIONS)`:
+
+    @shape_relation("nn.batch_flatten")
     def _batch_flatten(args, attrs, ctx):
         data = tensor_arg(args[0], "the input")
         if data is None:
@@ -41,9 +43,9 @@ name more operators than are declared today:
         ...
         return TensorType((data.shape[0], rest), data.dtype)
 
-`relation_for(op)` returns the relation or raises an error naming the operator and the
-missing facet. Each family of relations is one module of this package (`elementwise.py`
-now; reductions, transforms and nn later), imported at the bottom of this file.
+`RELATIONS` joins the family tables listed at the bottom of this file (an `OpTable`);
+`relation_for(op)` returns the relation or raises `MissingFacetError` naming the operator
+and the missing facet.
 
 This module imports only `relay.lang` and the small `typecheck.show`, so a family module
 (or anything else) can import it cheaply.
@@ -55,7 +57,8 @@ from collections.abc import Callable
 
 from ...lang.attrs import Attrs
 from ...lang.diagnostics import TypeCheckError
-from ...lang.op import Op, all_ops, lookup_op
+from ...lang.op import Op, all_ops
+from ...lang.optable import OpTable
 from ...lang.types import IncompleteType, TensorType, Type
 from ..show import type_text
 
@@ -91,41 +94,15 @@ class RelationContext:
 Relation = Callable[[list[Type], Attrs | None, RelationContext], Type | None]
 """The signature of a type relation (see the module docstring)."""
 
-RELATIONS: dict[Op, Relation] = {}
-"""The type relation of each operator that has one."""
-
-UNDECLARED: set[str] = set()
-"""Names given to `@relation` that are not declared operators (skipped)."""
-
-
-def relation(*names: str) -> Callable[[Relation], Relation]:
-    """Register the decorated function as the relation of each declared operator in `names`."""
-
-    def register(fn: Relation) -> Relation:
-        for name in names:
-            op = lookup_op(name)
-            if op is None:
-                UNDECLARED.add(name)
-                continue
-            if op in RELATIONS:
-                raise ValueError(f"operator `{name}` already has a type relation")
-            RELATIONS[op] = fn
-        return fn
-
-    return register
-
 
 def relation_for(op: Op) -> Relation:
-    """The relation of `op`; `TypeCheckError` naming the operator if it has none."""
-    rel = RELATIONS.get(op)
-    if rel is None:
-        raise TypeCheckError(f"operator `{op.name}` has no type relation")
-    return rel
+    """The relation of `op`; `MissingFacetError` naming the operator if it has none."""
+    return RELATIONS.lookup(op)
 
 
 def missing_relations() -> list[Op]:
     """Declared operators without a type relation (for the facet-coverage test)."""
-    return [op for op in all_ops() if op not in RELATIONS]
+    return RELATIONS.missing(all_ops())
 
 
 def tensor_arg(t: Type, what: str) -> TensorType | None:
@@ -150,8 +127,9 @@ def attr(attrs: Attrs | None, name: str) -> object:
         raise RelationError(f"missing attribute `{name}`") from None
 
 
-# The families: importing one registers its relations. Add a new family module here.
-from . import (  # noqa: E402, F401
+# The families, each with its own table; `RELATIONS` joins them (an operator in two is an
+# error). Imported last: they use the helpers above.
+from . import (  # noqa: E402
     algorithm,
     annotation,
     conv,
@@ -163,3 +141,20 @@ from . import (  # noqa: E402, F401
     reduce,
     transform,
 )
+
+RELATIONS: OpTable[Relation] = OpTable.merge(
+    "type relation",
+    [
+        algorithm.RELATIONS,
+        annotation.RELATIONS,
+        conv.RELATIONS,
+        elementwise.RELATIONS,
+        image.RELATIONS,
+        index.RELATIONS,
+        nn.RELATIONS,
+        pool.RELATIONS,
+        reduce.RELATIONS,
+        transform.RELATIONS,
+    ],
+)
+"""The type relation of each operator, keyed by the `Op` object."""

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections import Counter
 
 from ...lang.attrs import Attrs
+from ...lang.optable import OpTable
 from ...lang.types import Dim, TensorType, TupleType, Type
 from ..show import dim_text, shape_text, type_text
-from . import RelationContext, RelationError, tensor_arg
+from . import Relation, RelationContext, RelationError, tensor_arg
 from .elementwise import broadcast_shapes
 from .shapes import (
     Wait,
@@ -27,10 +28,14 @@ from .shapes import (
     pick,
     product,
     require_same,
-    shape_relation,
+    shape_relations,
     str_attr,
     tuple_tensors,
 )
+
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
+shape_relation = shape_relations(RELATIONS)
 
 
 @shape_relation("argsort")

@@ -8,8 +8,12 @@ learnt about one side flows to the other (TVM's `IdentityRel`).
 from __future__ import annotations
 
 from ...lang.attrs import Attrs
+from ...lang.optable import OpTable
 from ...lang.types import Type
-from . import RelationContext, relation
+from . import Relation, RelationContext
+
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
 
 IDENTITIES = (
     "annotation.stop_fusion",
@@ -20,7 +24,7 @@ IDENTITIES = (
 )
 
 
-@relation(*IDENTITIES)
+@RELATIONS.register(*IDENTITIES)
 def identity_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """The argument's type, unchanged (possibly a hole that is unified with the result)."""
     return args[0]

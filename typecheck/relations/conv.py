@@ -24,9 +24,11 @@ convolution whose channels are read off the weight has weight.O * groups output 
 from __future__ import annotations
 
 from ...lang.attrs import Attrs
+from ...lang.opdefs import semantics
+from ...lang.optable import OpTable
 from ...lang.types import ANY, AnyDim, Dim, IncompleteType, TensorType, Type
 from ..show import dim_text, shape_text
-from . import RelationContext, RelationError, tensor_arg
+from . import Relation, RelationContext, RelationError, tensor_arg
 from .layouts import Layout, convert_shape, from_reference, require_convertible, to_reference
 from .shapes import (
     agree,
@@ -42,9 +44,14 @@ from .shapes import (
     positive,
     require_rank,
     require_same,
-    shape_relation,
+    semantic_errors,
+    shape_relations,
     str_attr,
 )
+
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
+shape_relation = shape_relations(RELATIONS)
 
 DATA_REF = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 KERNEL_REF = {1: "OIW", 2: "OIHW", 3: "OIDHW"}
@@ -53,18 +60,10 @@ SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
 
 
 def total_padding(padding: tuple[int, ...], n: int) -> list[int]:
-    """The total padding of each of `n` spatial axes from a padding attribute."""
-    if len(padding) == 1:
-        return [2 * padding[0]] * n
-    if len(padding) == n:
-        return [2 * p for p in padding]
-    if len(padding) == 2 * n:
-        return [padding[i] + padding[i + n] for i in range(n)]
-    counts = sorted({1, n, 2 * n})
-    raise RelationError(
-        f"padding={list(padding)} must have {', '.join(map(str, counts[:-1]))} or "
-        f"{counts[-1]} values for {n} spatial axes"
-    )
+    """The total padding of each of `n` spatial axes from a padding attribute
+    (`semantics.pad_pairs`)."""
+    with semantic_errors():
+        return [before + after for before, after in semantics.pad_pairs(padding, n)]
 
 
 def dilated(k: Dim, dilation: int) -> Dim:

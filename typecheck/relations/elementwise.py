@@ -11,9 +11,13 @@ on its final attempt.
 from __future__ import annotations
 
 from ...lang.attrs import Attrs
+from ...lang.optable import OpTable
 from ...lang.types import AnyDim, Dim, ShapeVar, TensorType, Type
 from ..show import dim_text, shape_text, type_text
-from . import RelationContext, RelationError, attr, relation, tensor_arg
+from . import Relation, RelationContext, RelationError, attr, tensor_arg
+
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
 
 ARITHMETIC = (
     "add",
@@ -139,7 +143,7 @@ def _operands(args: list[Type]) -> tuple[TensorType, TensorType] | None:
     return lhs, rhs
 
 
-@relation(*ARITHMETIC)
+@RELATIONS.register(*ARITHMETIC)
 def broadcast_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """Binary elementwise operators with broadcasting; the result has the operands' dtype."""
     operands = _operands(args)
@@ -152,7 +156,7 @@ def broadcast_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -
     return None if shape is None else TensorType(shape, lhs.dtype)
 
 
-@relation(*BITWISE)
+@RELATIONS.register(*BITWISE)
 def bitwise_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """Bitwise binary operators: like `broadcast_rel`, for integer (or bool) operands."""
     operands = _operands(args)
@@ -161,7 +165,7 @@ def bitwise_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> 
     return broadcast_rel(args, attrs, ctx)
 
 
-@relation(*COMPARISON)
+@RELATIONS.register(*COMPARISON)
 def compare_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """Comparisons: broadcast like arithmetic; the result is `bool`."""
     out = broadcast_rel(args, attrs, ctx)
@@ -170,13 +174,13 @@ def compare_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> 
     return TensorType(out.shape, "bool")
 
 
-@relation(*UNARY, "clip")
+@RELATIONS.register(*UNARY, "clip")
 def identity_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """Unary elementwise operators: the result has the input's type."""
     return tensor_arg(args[0], "the input")
 
 
-@relation(*UNARY_INTEGER)
+@RELATIONS.register(*UNARY_INTEGER)
 def integer_unary_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """Unary bitwise operators: the input's type, which must be integral."""
     data = tensor_arg(args[0], "the input")
@@ -185,14 +189,14 @@ def integer_unary_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContex
     return data
 
 
-@relation(*PREDICATES)
+@RELATIONS.register(*PREDICATES)
 def predicate_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """`isnan`, `isinf`, `isfinite`: the input's shape, dtype `bool`."""
     data = tensor_arg(args[0], "the input")
     return None if data is None else TensorType(data.shape, "bool")
 
 
-@relation("cast", "reinterpret")
+@RELATIONS.register("cast", "reinterpret")
 def cast_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """`cast(data, dtype=...)`: the input's shape with the attribute's dtype."""
     data = tensor_arg(args[0], "the input")
@@ -202,7 +206,7 @@ def cast_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Typ
     return None if data is None else TensorType(data.shape, dtype)
 
 
-@relation("cast_like")
+@RELATIONS.register("cast_like")
 def cast_like_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """`cast_like(data, like)`: the shape of `data`, the dtype of `like`."""
     data = tensor_arg(args[0], "the input")
@@ -217,7 +221,7 @@ def _scalar(t: TensorType | None, what: str) -> None:
         raise RelationError(f"{what} must be a scalar, but it has type `{type_text(t)}`")
 
 
-@relation("full_like")
+@RELATIONS.register("full_like")
 def full_like_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """`full_like(data, fill_value)`: the type of `data`; `fill_value` is a scalar."""
     data = tensor_arg(args[0], "the input")
@@ -235,14 +239,14 @@ def _static_shape(attrs: Attrs | None) -> tuple[int, ...]:
     return sizes
 
 
-@relation("zeros", "ones")
+@RELATIONS.register("zeros", "ones")
 def init_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """`zeros(shape=..., dtype=...)`: a tensor of that shape and dtype (float32 if unset)."""
     dtype = attr(attrs, "dtype") or "float32"
     return TensorType(_static_shape(attrs), dtype)  # type: ignore[arg-type]
 
 
-@relation("full")
+@RELATIONS.register("full")
 def full_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """`full(fill_value, shape=..., dtype=...)`: dtype of the fill value if unset."""
     fill = tensor_arg(args[0], "the fill value")
@@ -255,7 +259,7 @@ def full_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Typ
     return TensorType(_static_shape(attrs), dtype)  # type: ignore[arg-type]
 
 
-@relation("where")
+@RELATIONS.register("where")
 def where_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """`where(condition, x, y)`: the three shapes broadcast together; the dtype of x and y."""
     cond = tensor_arg(args[0], "the condition")

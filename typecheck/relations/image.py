@@ -9,9 +9,10 @@ NCHW, NCDHW), its spatial axes are replaced, and it is converted back. A null
 from __future__ import annotations
 
 from ...lang.attrs import Attrs
+from ...lang.optable import OpTable
 from ...lang.types import Dim, TensorType, Type
 from ..show import type_text
-from . import RelationContext, RelationError, tensor_arg
+from . import Relation, RelationContext, RelationError, tensor_arg
 from .conv import conv_out, dilated, total_padding
 from .layouts import Layout, convert_shape, from_reference, require_convertible, to_reference
 from .shapes import (
@@ -24,9 +25,13 @@ from .shapes import (
     require_integral,
     require_rank,
     require_same,
-    shape_relation,
+    shape_relations,
     str_attr,
 )
+
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
+shape_relation = shape_relations(RELATIONS)
 
 _REF = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 

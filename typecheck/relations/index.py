@@ -9,9 +9,10 @@ diagonal of `matrix_set_diag`), the relation checks it when the sizes are known.
 from __future__ import annotations
 
 from ...lang.attrs import Attrs
+from ...lang.optable import OpTable
 from ...lang.types import Dim, IncompleteType, ShapeVar, TensorType, Type
 from ..show import shape_text, type_text
-from . import RelationContext, RelationError, tensor_arg
+from . import Relation, RelationContext, RelationError, tensor_arg
 from .elementwise import broadcast_shapes
 from .shapes import (
     Wait,
@@ -28,10 +29,14 @@ from .shapes import (
     require_rank,
     require_same,
     require_scalar,
-    shape_relation,
+    shape_relations,
     str_attr,
     tuple_tensors,
 )
+
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
+shape_relation = shape_relations(RELATIONS)
 
 
 @shape_relation("take")

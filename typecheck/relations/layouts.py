@@ -6,16 +6,18 @@ the channels are stored as `C` blocks of 16 (`c`), so 64 channels have shape
 `(.., 4, .., 16)`. Two layouts convert into each other when they have the same primal
 axes (TVM's `BijectiveLayout`): the full extent of a primal axis is its dimension times
 the factor of its sub-axis (if any), and the target layout splits it again. This module
-writes its own small version of TVM's layout algebra; sizes that do not divide evenly
+writes its own small version of TVM's layout algebra over symbolic dimensions (the layout
+strings themselves are read by `lang/opdefs/semantics`); sizes that do not divide evenly
 are reported rather than rounded down.
 """
 
 from __future__ import annotations
 
+from ...lang.opdefs import semantics
 from ...lang.types import ANY, AnyDim, Dim
 from ..show import dim_text, shape_text
 from . import RelationError
-from .shapes import lost, mul
+from .shapes import lost, mul, semantic_errors
 
 
 class Layout:
@@ -29,42 +31,9 @@ class Layout:
 
     @classmethod
     def parse(cls, text: str, what: str = "layout") -> Layout:
-        """Parse `text`; RelationError saying what is wrong with it."""
-        if not text or text == "__undef__":
-            raise RelationError(f"{what} is undefined (empty)")
-        axes: list[tuple[str, int]] = []
-        factor = ""
-        for ch in text:
-            if ch.isdigit():
-                factor += ch
-            elif ch.isascii() and ch.isupper():
-                if factor:
-                    raise RelationError(
-                        f'{what} "{text}" is invalid: the primal axis {ch} cannot have a '
-                        f"factor ({factor})"
-                    )
-                axes.append((ch, 0))
-            elif ch.isascii() and ch.islower():
-                if not factor or int(factor) <= 0:
-                    raise RelationError(
-                        f'{what} "{text}" is invalid: the sub-axis {ch} needs a positive '
-                        f"factor, as in 16{ch}"
-                    )
-                axes.append((ch, int(factor)))
-                factor = ""
-            else:
-                raise RelationError(f'{what} "{text}" is invalid: unexpected character "{ch}"')
-        if factor:
-            raise RelationError(f'{what} "{text}" is invalid: it ends with a factor')
-        letters = [a for a, _ in axes]
-        for a in letters:
-            if letters.count(a) > 1:
-                raise RelationError(f'{what} "{text}" is invalid: the axis {a} appears twice')
-            if a.islower() and a.upper() not in letters:
-                raise RelationError(
-                    f'{what} "{text}" is invalid: the sub-axis {a} has no primal axis {a.upper()}'
-                )
-        return cls(text, tuple(axes))
+        """Parse `text` (`semantics.parse_layout`); RelationError saying what is wrong."""
+        with semantic_errors():
+            return cls(text, semantics.parse_layout(text, what))
 
     @property
     def ndim(self) -> int:

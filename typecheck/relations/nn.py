@@ -12,9 +12,10 @@ import functools
 from collections.abc import Callable
 
 from ...lang.attrs import Attrs
+from ...lang.optable import OpTable
 from ...lang.types import ANY, AnyDim, Dim, IncompleteType, TensorType, TupleType, Type
 from ..show import dim_text, shape_text, type_text
-from . import RelationContext, RelationError, attr, tensor_arg
+from . import Relation, RelationContext, RelationError, attr, tensor_arg
 from .layouts import from_reference, to_reference
 from .shapes import (
     add,
@@ -37,9 +38,13 @@ from .shapes import (
     require_rank,
     require_same,
     require_scalar,
-    shape_relation,
+    shape_relations,
     str_attr,
 )
+
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
+shape_relation = shape_relations(RELATIONS)
 
 # --------------------------------------------------------------------------- dense, matmul
 

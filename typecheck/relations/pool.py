@@ -14,9 +14,10 @@ input's size, as in TVM; one value: that size on every spatial axis).
 from __future__ import annotations
 
 from ...lang.attrs import Attrs
+from ...lang.optable import OpTable
 from ...lang.types import ANY, AnyDim, Dim, TensorType, Type
 from ..show import type_text
-from . import RelationContext, RelationError, tensor_arg
+from . import Relation, RelationContext, RelationError, tensor_arg
 from .conv import total_padding
 from .layouts import Layout
 from .shapes import (
@@ -26,9 +27,13 @@ from .shapes import (
     opt_ints_attr,
     per_axis,
     positive,
-    shape_relation,
+    shape_relations,
     str_attr,
 )
+
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
+shape_relation = shape_relations(RELATIONS)
 
 SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
 

@@ -9,28 +9,27 @@ except `argmax`/`argmin`, whose indices are `int32`. An axis given twice is an e
 from __future__ import annotations
 
 from ...lang.attrs import Attrs
+from ...lang.opdefs import semantics
+from ...lang.optable import OpTable
 from ...lang.types import Dim, TensorType, Type
 from ..show import type_text
-from . import RelationContext, RelationError, tensor_arg
-from .shapes import agree, bool_attr, normalize_axes, opt_ints_attr, shape_relation
+from . import Relation, RelationContext, RelationError, tensor_arg
+from .shapes import agree, bool_attr, opt_ints_attr, semantic_errors, shape_relations
+
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
+shape_relation = shape_relations(RELATIONS)
 
 REDUCE = ("sum", "mean", "max", "min", "prod", "all", "any")
 ARG_REDUCE = ("argmax", "argmin")
 
 
-def reduce_axes(ndim: int, axis: tuple[int, ...] | None, exclude: bool) -> list[int]:
-    """The axes that a reduction over `axis` (with `exclude`) reduces, in increasing order."""
-    if not axis:
-        return list(range(ndim))
-    listed = normalize_axes(axis, ndim)
-    if exclude:
-        return [i for i in range(ndim) if i not in listed]
-    return sorted(listed)
-
-
 def reduced_shape(shape: tuple[Dim, ...], attrs: Attrs | None) -> tuple[Dim, ...]:
-    """The shape of a reduction of `shape` by the `axis`/`exclude`/`keepdims` attributes."""
-    axes = reduce_axes(len(shape), opt_ints_attr(attrs, "axis"), bool_attr(attrs, "exclude"))
+    """The shape of a reduction of `shape` by the `axis`/`exclude`/`keepdims` attributes
+    (the reduced axes: `semantics.reduce_axes`)."""
+    axis, exclude = opt_ints_attr(attrs, "axis"), bool_attr(attrs, "exclude")
+    with semantic_errors():
+        axes = semantics.reduce_axes(len(shape), axis, exclude)
     if bool_attr(attrs, "keepdims"):
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)

@@ -6,8 +6,8 @@ the answer is that variable (`n * 1`, `n + 0`), and gives `?` when an operand is
 (as TVM does). Anything else about a shape variable (`n * 4`) cannot be written as a
 dimension: the relation then *waits* (a shape variable may still be bound to a number,
 and the solver runs the relation again when it is) and settles for `?` on its final
-attempt. That waiting is done by raising `Wait`, which relations registered with
-`shape_relation` turn into "not yet" (None).
+attempt. That waiting is done by raising `Wait`, which relations registered with a
+family's `shape_relation` (made by `shape_relations`) turn into "not yet" (None).
 
 Equality of two dimensions follows the elementwise relations: `?` agrees with anything,
 two different numbers never agree, and a shape variable against anything else waits and
@@ -17,10 +17,14 @@ is reported on the final attempt.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ...lang.attrs import Attrs
+from ...lang.opdefs import semantics
+from ...lang.opdefs.semantics import SemanticsError
+from ...lang.optable import OpTable
 from ...lang.types import (
     ANY,
     AnyDim,
@@ -31,7 +35,7 @@ from ...lang.types import (
     Type,
 )
 from ..show import dim_text, type_text
-from . import Relation, RelationContext, RelationError, attr, relation, tensor_arg
+from . import Relation, RelationContext, RelationError, attr, tensor_arg
 
 
 class Wait(Exception):
@@ -41,24 +45,35 @@ class Wait(Exception):
 _FINAL: ContextVar[bool] = ContextVar("relay_relation_final", default=True)
 
 
-def shape_relation(*names: str) -> Callable[[Relation], Relation]:
-    """`@relation(*names)` for a relation that may raise `Wait` (it then returns None)."""
+def waiting(fn: Relation) -> Relation:
+    """`fn` as a relation that may raise `Wait` (it then returns None, "not yet")."""
 
-    def register(fn: Relation) -> Relation:
-        @functools.wraps(fn)
-        def run(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
-            token = _FINAL.set(ctx.final)
-            try:
-                return fn(args, attrs, ctx)
-            except Wait:
-                return None
-            finally:
-                _FINAL.reset(token)
+    @functools.wraps(fn)
+    def run(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
+        token = _FINAL.set(ctx.final)
+        try:
+            return fn(args, attrs, ctx)
+        except Wait:
+            return None
+        finally:
+            _FINAL.reset(token)
 
-        relation(*names)(run)
-        return run
+    return run
 
-    return register
+
+def shape_relations(
+    table: OpTable[Relation],
+) -> Callable[..., Callable[[Relation], Relation]]:
+    """The `@shape_relation(*names)` decorator of a family whose relations go in `table`:
+    it registers `waiting(fn)` for each operator of `names` and returns it."""
+
+    def shape_relation(*names: str) -> Callable[[Relation], Relation]:
+        def register(fn: Relation) -> Relation:
+            return table.register(*names)(waiting(fn))
+
+        return register
+
+    return shape_relation
 
 
 def is_final() -> bool:
@@ -163,31 +178,30 @@ def positive(values: Iterable[int], name: str, minimum: int = 1) -> None:
             )
 
 
-# --------------------------------------------------------------------------- axes
+# --------------------------------------------------------------------------- semantics
+
+
+@contextmanager
+def semantic_errors() -> Iterator[None]:
+    """Report a `SemanticsError` of the attribute rules (`lang/opdefs/semantics`) as a
+    `RelationError` with the same message."""
+    try:
+        yield
+    except SemanticsError as exc:
+        raise RelationError(str(exc)) from None
 
 
 def normalize_axis(axis: int, ndim: int, what: str = "axis", extra: int = 0) -> int:
-    """`axis` (negative counts from the end) as an index in [0, ndim + extra)."""
-    size = ndim + extra
-    if not -size <= axis < size:
-        if size == 0:
-            raise RelationError(f"{what} {axis} is invalid for a scalar input")
-        raise RelationError(
-            f"{what} {axis} is out of range for an input of rank {ndim} "
-            f"(expected {-size} <= {what} < {size})"
-        )
-    return axis + size if axis < 0 else axis
+    """`axis` (negative counts from the end) as an index in [0, ndim + extra)
+    (`semantics.normalize_axis`); RelationError if it is out of range."""
+    with semantic_errors():
+        return semantics.normalize_axis(axis, ndim, what, extra)
 
 
 def normalize_axes(axes: Iterable[int], ndim: int, what: str = "axis") -> list[int]:
     """Each axis normalized; RelationError if one is out of range or given twice."""
-    out: list[int] = []
-    for a in axes:
-        n = normalize_axis(a, ndim, what)
-        if n in out:
-            raise RelationError(f"{what} {a} is given twice (as axis {n})")
-        out.append(n)
-    return out
+    with semantic_errors():
+        return semantics.normalize_axes(axes, ndim, what)
 
 
 # --------------------------------------------------------------------------- dimensions

@@ -17,9 +17,11 @@ import numpy as np
 
 from ...lang.attrs import Attrs
 from ...lang.expr import Constant
+from ...lang.opdefs import semantics
+from ...lang.optable import OpTable
 from ...lang.types import ANY, AnyDim, Dim, ShapeVar, TensorType, TupleType, Type
 from ..show import dim_text, shape_text, type_text
-from . import RelationContext, RelationError, attr, tensor_arg
+from . import Relation, RelationContext, RelationError, attr, tensor_arg
 from .layouts import Layout, convert_shape
 from .shapes import (
     add,
@@ -37,14 +39,15 @@ from .shapes import (
     opt_int_attr,
     opt_ints_attr,
     require_same,
-    shape_relation,
+    semantic_errors,
+    shape_relations,
     str_attr,
     tuple_tensors,
 )
 
-MAX_INDEX = 2**63 - 1
-"""TVM's stand-in for "to the end" in strided_slice (int64 max)."""
-
+RELATIONS: OpTable[Relation] = OpTable("type relation")
+"""The type relations of this family (`relations.RELATIONS` joins the families)."""
+shape_relation = shape_relations(RELATIONS)
 
 # --------------------------------------------------------------------------- reshape
 
@@ -80,106 +83,38 @@ def reshape_shape(
 ) -> tuple[Dim, ...]:
     """The result shape of `reshape(data, newshape)` for an input of shape `ishape`.
 
-    Special values: 0 copies the input dimension at the same position (a literal 0 with
-    `allowzero`), -1 is inferred from the rest, -2 copies all remaining input dimensions,
-    -3 merges the next two input dimensions, -4 splits the next input dimension into the
-    two values that follow it (one of them may be -1).
+    The special values are read by `semantics.reshape_plan` (0 copies, -1 is inferred,
+    -2 copies the rest, -3 merges two, -4 splits one); this evaluates the plan over
+    symbolic dimensions.
     """
+    try:
+        plan = semantics.reshape_plan(len(ishape), newshape, allowzero)
+    except semantics.ReshapeError as exc:
+        raise _reshape_error(ishape, newshape, str(exc)) from None
     oshape: list[Dim] = []
-    used_in: set[int] = set()
-    used_out: set[int] = set()
-    src = 0
-    infer_at = -1
-    i = 0
-    n = len(ishape)
-    while i < len(newshape):
-        v = newshape[i]
-        if v > 0 or (v == 0 and allowzero):
-            oshape.append(v)
-            src += 1
-        elif v == 0:
-            if src >= n:
+    for d in plan.dims:
+        if isinstance(d, int):
+            oshape.append(d)
+        elif isinstance(d, semantics.Copy):
+            oshape.append(ishape[d.src])
+        elif isinstance(d, semantics.Merge):
+            oshape.append(mul(ishape[d.src], ishape[d.src + 1]))
+        elif isinstance(d, semantics.Part):
+            oshape.append(d.size)
+        elif isinstance(d, semantics.Rest):
+            d0 = ishape[d.src]
+            if type(d0) is int and d0 % d.known:
                 raise _reshape_error(
-                    ishape,
-                    newshape,
-                    f"the 0 at position {i} copies input dimension {src}, "
-                    f"but the input has {n} dimensions",
+                    ishape, newshape, f"input dimension {d0} does not split into {d.known}s"
                 )
-            used_in.add(src)
-            used_out.add(len(oshape))
-            oshape.append(ishape[src])
-            src += 1
-        elif v == -1:
-            if infer_at >= 0:
-                raise _reshape_error(ishape, newshape, "only one dimension can be -1 (inferred)")
-            infer_at = len(oshape)
-            oshape.append(1)
-            src += 1
-        elif v == -2:
-            while src < n:
-                used_in.add(src)
-                used_out.add(len(oshape))
-                oshape.append(ishape[src])
-                src += 1
-        elif v == -3:
-            if src + 1 >= n:
-                raise _reshape_error(
-                    ishape,
-                    newshape,
-                    f"the -3 at position {i} merges input dimensions {src} "
-                    f"and {src + 1}, but the input has {n} dimensions",
-                )
-            used_in.update((src, src + 1))
-            used_out.add(len(oshape))
-            oshape.append(mul(ishape[src], ishape[src + 1]))
-            src += 2
-        elif v == -4:
-            if i + 2 >= len(newshape):
-                raise _reshape_error(
-                    ishape, newshape, f"the -4 at position {i} must be followed by two sizes"
-                )
-            if src >= n:
-                raise _reshape_error(
-                    ishape,
-                    newshape,
-                    f"the -4 at position {i} splits input dimension {src}, "
-                    f"but the input has {n} dimensions",
-                )
-            d0 = ishape[src]
-            used_in.add(src)
-            src += 1
-            d1, d2 = newshape[i + 1], newshape[i + 2]
-            i += 2
-            if d1 < -1 or d2 < -1 or d1 == 0 or d2 == 0 or d1 == d2 == -1:
-                raise _reshape_error(
-                    ishape,
-                    newshape,
-                    f"the -4 split into ({d1}, {d2}) needs two positive sizes "
-                    "or one positive size and -1",
-                )
-            used_out.update((len(oshape), len(oshape) + 1))
-            if d1 == -1 or d2 == -1:
-                known = d2 if d1 == -1 else d1
-                if type(d0) is int and d0 % known:
-                    raise _reshape_error(
-                        ishape, newshape, f"input dimension {d0} does not split into {known}s"
-                    )
-                rest = floordiv(d0, known)
-                oshape.extend((rest, d2) if d1 == -1 else (d1, rest))
-            else:
-                oshape.extend((d1, d2))
+            oshape.append(floordiv(d0, d.known))
         else:
-            raise _reshape_error(
-                ishape,
-                newshape,
-                f"{v} at position {i} is neither a size nor one of the "
-                "special values 0, -1, -2, -3, -4",
-            )
-        i += 1
+            oshape.append(1)
 
+    infer_at = plan.infer_at
     if infer_at >= 0:
-        rest_in = [d for j, d in enumerate(ishape) if j not in used_in]
-        rest_out = [d for j, d in enumerate(oshape) if j not in used_out and j != infer_at]
+        rest_in = [d for j, d in enumerate(ishape) if j not in plan.used_in]
+        rest_out = [d for j, d in enumerate(oshape) if j not in plan.used_out and j != infer_at]
         if any(isinstance(d, AnyDim) for d in rest_in + rest_out):
             oshape[infer_at] = ANY
         else:
@@ -448,22 +383,14 @@ def split_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Ty
 # --------------------------------------------------------------------------- slicing
 
 
-def _canonical(index: int, extent: int, stride: int) -> int:
-    low, high = (-1, extent - 1) if stride < 0 else (0, extent)
-    if index < 0:
-        index += extent
-    return min(max(index, low), high)
-
-
 @shape_relation("strided_slice")
 def strided_slice_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """`strided_slice(data, begin, end, strides, slice_mode, axes)`, clamping like TVM.
 
-    Negative indices count from the end and are clamped to the axis. With `axes` None the
-    lists cover the leading axes and the rest are padded as TVM pads them (whole axis for
-    positive strides; for a negative stride the padded end is 0, which TVM keeps).
-    In "size" mode `end` holds lengths (negative: to the end) and strides are ignored.
-    A slice running backwards (begin past end) is an error, as in TVM.
+    The lists are read by `semantics.strided_slice_axes` (with `axes` None they cover the
+    leading axes and the rest is padded as TVM pads it; "size" mode; no stride 0) and each
+    static axis is clamped by `semantics.slice_range` (a slice running backwards is an
+    error, as in TVM). An axis of unknown size keeps it only when sliced whole.
     """
     data = tensor_arg(args[0], "the input")
     if data is None:
@@ -475,44 +402,18 @@ def strided_slice_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContex
     begin, end, strides = (list(v or ()) for v in lists.values())
     mode = one_of(str_attr(attrs, "slice_mode"), "slice_mode", ("end", "size"))
     axes_attr = opt_ints_attr(attrs, "axes")
-    ndim = data.ndim
-    if axes_attr is not None:
-        if not len(axes_attr) == len(begin) == len(end) == len(strides):
-            raise RelationError(
-                f"axes={list(axes_attr)}, begin={begin}, end={end} and strides={strides} must "
-                "have the same length"
-            )
-        axes = normalize_axes(axes_attr, ndim)
-    else:
-        for name, values in (("begin", begin), ("end", end), ("strides", strides)):
-            if len(values) > ndim:
-                raise RelationError(
-                    f"{name}={values} has {len(values)} values, but the input "
-                    f"`{type_text(data)}` has only {ndim} axes"
-                )
-        axes = list(range(ndim))
-        strides += [1] * (ndim - len(strides))
-        begin += [0 if s > 0 else MAX_INDEX for s in strides[len(begin) :]]
-        end += [0 if s < 0 else MAX_INDEX for s in strides[len(end) :]]
-    if mode == "size":
-        strides = [1] * len(strides)
-        end = [MAX_INDEX if e < 0 else b + e for b, e in zip(begin, end)]
     shape = list(data.shape)
-    for b, e, s, ax in zip(begin, end, strides, axes):
-        if s == 0:
-            raise RelationError(f"strides={strides}: a stride cannot be 0 (axis {ax})")
-        d = data.shape[ax]
-        if type(d) is not int:
-            whole = s == 1 and b == 0 and e == MAX_INDEX
-            shape[ax] = d if whole else (ANY if isinstance(d, AnyDim) else lost())
-            continue
-        cb, ce = _canonical(b, d, s), _canonical(e, d, s)
-        if (ce > cb) if s < 0 else (cb > ce):
-            raise RelationError(
-                f"the slice from {b} to {e} with stride {s} of axis {ax} (size {d}) runs "
-                f"backwards: it starts at {cb} and ends at {ce}"
-            )
-        shape[ax] = (abs(ce - cb) + abs(s) - 1) // abs(s)
+    with semantic_errors():
+        sliced = semantics.strided_slice_axes(
+            data.ndim, begin, end, strides, axes_attr, mode, f"the input `{type_text(data)}`"
+        )
+        for ax, b, e, s in sliced:
+            d = data.shape[ax]
+            if type(d) is not int:
+                whole = s == 1 and b == 0 and e == semantics.MAX_INDEX
+                shape[ax] = d if whole else (ANY if isinstance(d, AnyDim) else lost())
+                continue
+            shape[ax] = semantics.slice_range(ax, b, e, s, d)[1]
     return TensorType(tuple(shape), data.dtype)
 
 

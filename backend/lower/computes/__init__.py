@@ -1,6 +1,8 @@
 """The compute facet of operators: how one Relay operator call becomes TE tensors.
 
-    @register_compute("nn.relu")
+    COMPUTES = OpTable("compute definition")     # in a family module (nn.py)
+
+    @COMPUTES.register("nn.relu")
     def relu(attrs, inputs, out_type):
         (x,) = inputs
         return [compute(x.shape, lambda *i: max_(x[i], const(0, x.dtype)), tag="elemwise")]
@@ -8,47 +10,31 @@
 A compute definition receives the call's checked attributes (None for operators without
 attributes), the input tensors (static integer shapes) and the call's checked Relay type (a
 `TensorType`, or a `TupleType` for multi-output operators), and returns one tensor per output.
-The table is keyed by the `Op` object; the family modules imported at the bottom fill it.
+Each family module (elementwise, nn, conv, ...) fills a table of its own; `COMPUTES` joins
+the families listed at the bottom (an `OpTable` keyed by the `Op` object, so a missing one
+is a `MissingFacetError`). `apply_compute` runs a definition and records which operator made
+each stage (`made_by`): the schedule of a kernel is chosen by operator, not by tag.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TypeAlias
+from weakref import WeakKeyDictionary
 
 from ....lang.attrs import Attrs
-from ....lang.op import Op, get_op
+from ....lang.op import Op
+from ....lang.optable import OpTable
 from ....lang.types import Type
-from ...te.tensor import Tensor
+from ...te.tensor import Operation, Tensor
 
 ComputeFn: TypeAlias = Callable[[Attrs | None, list[Tensor], Type], list[Tensor]]
 """The signature of a compute definition."""
 
-COMPUTES: dict[Op, ComputeFn] = {}
-"""The compute definition of each operator, keyed by the `Op` object."""
-
-
-def register_compute(*names: str | Op) -> Callable[[ComputeFn], ComputeFn]:
-    """Decorator: make the function the compute definition of the operators `names`.
-    Registering an operator twice is a `ValueError`; the function is returned unchanged."""
-
-    def register(fn: ComputeFn) -> ComputeFn:
-        for name in names:
-            op = get_op(name) if isinstance(name, str) else name
-            if op in COMPUTES:
-                raise ValueError(f"operator `{op.name}` already has a compute definition")
-            COMPUTES[op] = fn
-        return fn
-
-    return register
-
 
 def compute_for(op: Op) -> ComputeFn:
-    """The compute definition of `op`; `KeyError` naming the operator if it has none."""
-    fn = COMPUTES.get(op)
-    if fn is None:
-        raise KeyError(f"operator `{op.name}` has no compute definition")
-    return fn
+    """The compute definition of `op`; `MissingFacetError` naming the operator if it has none."""
+    return COMPUTES.lookup(op)
 
 
 def has_compute(op: Op) -> bool:
@@ -56,7 +42,37 @@ def has_compute(op: Op) -> bool:
     return op in COMPUTES
 
 
-from . import (  # noqa: E402, F401  (each module registers its compute definitions)
+def apply_compute(
+    op: Op, attrs: Attrs | None, inputs: list[Tensor], out_type: Type
+) -> list[Tensor]:
+    """The tensors of `op`'s compute definition on `inputs`; every stage the definition made
+    remembers that `op` made it (`made_by`), so a schedule can be chosen by operator."""
+    results = compute_for(op)(attrs, inputs, out_type)
+    known = {id(t.op) for t in inputs}
+    stack = [t.op for t in results]
+    while stack:
+        stage = stack.pop()
+        if id(stage) in known:
+            continue
+        known.add(id(stage))
+        _MADE_BY[stage] = op
+        stack.extend(t.op for t in stage.input_tensors)
+    return results
+
+
+def made_by(stage: Operation) -> Op | None:
+    """The operator whose compute definition made `stage` through `apply_compute` (None for
+    stages made otherwise: placeholders, stages written by hand or by a schedule)."""
+    return _MADE_BY.get(stage)
+
+
+_MADE_BY: WeakKeyDictionary[Operation, Op] = WeakKeyDictionary()
+"""Which operator made each live stage: the provenance `made_by` reads. Weak, so a stage's
+entry goes with the stage."""
+
+
+# The families, each with its own table; `COMPUTES` joins them (an operator in two is an error).
+from . import (  # noqa: E402
     algorithm,
     annotation,
     conv,
@@ -68,3 +84,20 @@ from . import (  # noqa: E402, F401  (each module registers its compute definiti
     reduce,
     transform,
 )
+
+COMPUTES: OpTable[ComputeFn] = OpTable.merge(
+    "compute definition",
+    [
+        algorithm.COMPUTES,
+        annotation.COMPUTES,
+        conv.COMPUTES,
+        elementwise.COMPUTES,
+        image.COMPUTES,
+        index.COMPUTES,
+        nn.COMPUTES,
+        pool.COMPUTES,
+        reduce.COMPUTES,
+        transform.COMPUTES,
+    ],
+)
+"""The compute definition of each operator, keyed by the `Op` object."""

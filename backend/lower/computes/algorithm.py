@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ....lang.attrs import Attrs
+from ....lang.opdefs.semantics import normalize_axis
+from ....lang.optable import OpTable
 from ....lang.types import Type
 from ...te.tensor import Tensor, compute, extern, reduce_axis, sum_
 from ...tir.buffer import Buffer, decl_buffer
@@ -23,8 +25,11 @@ from ...tir.dtypes import INDEX_DTYPE, is_float
 from ...tir.expr import PrimExpr, Var, any_of, cast, const, min_
 from ...tir.op import call, if_then_else
 from ...tir.stmt import Allocate, BufferStore, For, ForKind, IfThenElse, LetStmt, Stmt, seq
-from . import register_compute
-from .nn import int_shape, normalize_axis, tensor_type
+from . import ComputeFn
+from .nn import int_shape, tensor_type
+
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
 
 # ---------------------------------------------------------------------------------- loops
 
@@ -151,7 +156,7 @@ def _sort_attrs(attrs: Attrs | None, x: Tensor) -> tuple[int, bool]:
     return normalize_axis(int(attrs.axis), x.ndim), bool(attrs.is_ascend)
 
 
-@register_compute("argsort")
+@COMPUTES.register("argsort")
 def argsort(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Indices that stably sort the data along `axis`."""
     (x,) = inputs
@@ -161,7 +166,7 @@ def argsort(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[T
     return _sorted_extern(x, axis, ascending, n, [("indices", dtype)], "argsort")
 
 
-@register_compute("sort")
+@COMPUTES.register("sort")
 def sort(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The data stably sorted along `axis`."""
     (x,) = inputs
@@ -170,7 +175,7 @@ def sort(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tens
     return _sorted_extern(x, axis, ascending, n, [("values", x.dtype)], "sort")
 
 
-@register_compute("topk")
+@COMPUTES.register("topk")
 def topk(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The first `k` of the stable sort along `axis` (descending unless `is_ascend`):
     `(values, indices)`, or one of them by `ret_type`."""
@@ -242,13 +247,13 @@ def _scan(attrs: Attrs | None, x: Tensor, out_type: Type, kind: str) -> Tensor:
     return extern([out_shape], [x], build, [dt], name=kind, tag=kind)  # type: ignore[no-any-return]
 
 
-@register_compute("cumsum")
+@COMPUTES.register("cumsum")
 def cumsum(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Cumulative sum along `axis` (null: of the flattened data), optionally exclusive."""
     return [_scan(attrs, inputs[0], out_type, "cumsum")]
 
 
-@register_compute("cumprod")
+@COMPUTES.register("cumprod")
 def cumprod(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Cumulative product along `axis` (null: of the flattened data), optionally exclusive."""
     return [_scan(attrs, inputs[0], out_type, "cumprod")]
@@ -294,7 +299,7 @@ def parse_einsum(
     return subs, out, extents
 
 
-@register_compute("einsum")
+@COMPUTES.register("einsum")
 def einsum(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Einstein summation of the operands (the fields of the tuple argument) by `equation`:
     the product of the operands, summed over the subscripts not in the output."""

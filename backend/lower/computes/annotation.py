@@ -8,13 +8,17 @@ tuple) is copied elementwise into one output.
 from __future__ import annotations
 
 from ....lang.attrs import Attrs
+from ....lang.optable import OpTable
 from ....lang.types import Type
 from ...te.tensor import Tensor
-from . import register_compute
+from . import ComputeFn
 from .nn import identity_like
 
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
 
-@register_compute(
+
+@COMPUTES.register(
     "annotation.stop_fusion",
     "annotation.checkpoint",
     "on_device",

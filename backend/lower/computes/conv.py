@@ -18,23 +18,25 @@ from collections.abc import Sequence
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.opdefs.semantics import layout_letters, pad_pairs, winograd_g
+from ....lang.optable import OpTable
 from ....lang.types import Type
-from ...runtime.op_impls.conv import winograd_g
 from ...te.tensor import Tensor, compute, reduce_axis, sum_
 from ...tir.expr import PrimExpr, all_of, cast, const, eq, select
 from ...tir.op import call, if_then_else
-from . import register_compute
+from . import ComputeFn
 from .nn import (
     int_shape,
-    layout_axes,
     layout_index,
     pad,
-    pad_pairs,
     per_axis,
     primal_index,
     primal_sizes,
     tensor_type,
 )
+
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
 
 SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
 """The primal spatial axes of an N-d convolution, in layout-string order."""
@@ -42,7 +44,7 @@ SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
 
 def pad_spatial(x: Tensor, layout: str, pads: Sequence[tuple[int, int]], name: str) -> Tensor:
     """`x` zero-padded on the spatial axes of `layout` by (before, after) pairs."""
-    letters = layout_axes(layout)
+    letters = layout_letters(layout)
     spatial = SPATIAL[len(pads)]
     before, after = [0] * x.ndim, [0] * x.ndim
     for s, (b, a) in zip(spatial, pads):
@@ -156,28 +158,28 @@ def _conv(attrs: Attrs, inputs: list[Tensor], out_type: Type, ndim: int, tag: st
     )
 
 
-@register_compute("nn.conv1d")
+@COMPUTES.register("nn.conv1d")
 def conv1d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """1-D convolution (`NCW`/`NWC` data, any kernel layout)."""
     assert attrs is not None
     return [_conv(attrs, inputs, out_type, 1, "")]
 
 
-@register_compute("nn.conv2d")
+@COMPUTES.register("nn.conv2d")
 def conv2d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """2-D convolution (`NCHW`, `NHWC`, ... data; grouped and depthwise included)."""
     assert attrs is not None
     return [_conv(attrs, inputs, out_type, 2, "")]
 
 
-@register_compute("nn.conv3d")
+@COMPUTES.register("nn.conv3d")
 def conv3d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """3-D convolution (`NCDHW`/`NDHWC` data)."""
     assert attrs is not None
     return [_conv(attrs, inputs, out_type, 3, "")]
 
 
-@register_compute("nn.contrib_conv2d_NCHWc")
+@COMPUTES.register("nn.contrib_conv2d_NCHWc")
 def conv2d_nchwc(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """2-D convolution on channel-blocked layouts (`NCHW8c` data, `OIHW8i8o` weight)."""
     assert attrs is not None
@@ -242,14 +244,14 @@ def _conv_transpose(attrs: Attrs, inputs: list[Tensor], out_type: Type, ndim: in
     return compute(shape, body, name, tag, info)  # type: ignore[no-any-return]
 
 
-@register_compute("nn.conv1d_transpose")
+@COMPUTES.register("nn.conv1d_transpose")
 def conv1d_transpose(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """1-D transposed convolution (weight `IOW`)."""
     assert attrs is not None
     return [_conv_transpose(attrs, inputs, out_type, 1)]
 
 
-@register_compute("nn.conv2d_transpose")
+@COMPUTES.register("nn.conv2d_transpose")
 def conv2d_transpose(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """2-D transposed convolution (weight `IOHW`)."""
     assert attrs is not None
@@ -271,7 +273,7 @@ def _matrix_entry(values: np.ndarray, row: PrimExpr, col: PrimExpr, dtype: str) 
     return result
 
 
-@register_compute("nn.contrib_conv2d_winograd_weight_transform")
+@COMPUTES.register("nn.contrib_conv2d_winograd_weight_transform")
 def winograd_weight_transform(
     attrs: Attrs | None, inputs: list[Tensor], out_type: Type
 ) -> list[Tensor]:
@@ -281,7 +283,7 @@ def winograd_weight_transform(
     (weight,) = inputs
     shape, dt = tensor_type(out_type)
     k = int_shape(weight)[3]
-    g = winograd_g(int(attrs.tile_size), k).astype(np.dtype(dt))
+    g = np.asarray(winograd_g(int(attrs.tile_size), k)).astype(np.dtype(dt))
     rh, rw = reduce_axis(k, "rh"), reduce_axis(k, "rw")
 
     def body(e: PrimExpr, n: PrimExpr, co: PrimExpr, ci: PrimExpr) -> PrimExpr:
@@ -293,7 +295,7 @@ def winograd_weight_transform(
     return [compute(shape, body, "winograd_weight_transform", "winograd_weight_transform", info)]
 
 
-@register_compute("nn.contrib_conv2d_winograd_without_weight_transform")
+@COMPUTES.register("nn.contrib_conv2d_winograd_without_weight_transform")
 def winograd_conv2d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The conv2d whose weight the (already transformed) Winograd weight came from: the
     weight is recovered with the pseudo-inverse of G (float64; rounded half to even for
@@ -312,7 +314,7 @@ def winograd_conv2d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -
     channels = attrs.channels
     if channels is not None and ci == int(channels) and co == in_channels and co != ci:
         transposed = True
-    g_inv = np.linalg.pinv(winograd_g(tile, kernel))
+    g_inv = np.linalg.pinv(np.asarray(winograd_g(tile, kernel)))
     re, rn = reduce_axis(alpha, "re"), reduce_axis(alpha, "rn")
     float_weight = u.dtype.startswith("float")
 

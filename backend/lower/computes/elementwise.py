@@ -16,6 +16,7 @@ import numpy as np
 
 from ....lang.attrs import Attrs
 from ....lang.dtype import numpy_dtype
+from ....lang.optable import OpTable
 from ....lang.types import TensorType, TupleType, Type
 from ...te.tensor import Tensor, compute
 from ...tir import op as tir_op
@@ -33,7 +34,10 @@ from ...tir.expr import (
     truncdiv,
     truncmod,
 )
-from . import register_compute
+from . import ComputeFn
+
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
 
 ELEMWISE = "elemwise"
 BROADCAST = "broadcast"
@@ -139,7 +143,7 @@ def _unary(name: str, body: UnaryBody, to_bool: bool = False) -> None:
 
     fn.__name__ = name
     fn.__doc__ = f"The compute of `{name}`."
-    register_compute(name)(fn)
+    COMPUTES.register(name)(fn)
 
 
 def _float_fn(intrinsic: str) -> UnaryBody:
@@ -256,7 +260,7 @@ def _binary(name: str, body: BinaryBody) -> None:
 
     fn.__name__ = name
     fn.__doc__ = f"The compute of `{name}` (numpy broadcasting)."
-    register_compute(name)(fn)
+    COMPUTES.register(name)(fn)
 
 
 def _by_kind(
@@ -319,7 +323,7 @@ _binary("right_shift", lambda a, b: tir_op.call("shift_right", a, b))
 # ---------------------------------------------------------- with attributes or 3 args
 
 
-@register_compute("clip")
+@COMPUTES.register("clip")
 def clip(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`max(min(x, a_max), a_min)` with the bounds cast into the dtype of x."""
     (x,) = flat_inputs(inputs)
@@ -335,7 +339,7 @@ def clip(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tens
     return [elementwise(static_dims(x), body, "clip", ELEMWISE)]
 
 
-@register_compute("cast")
+@COMPUTES.register("cast")
 def cast_(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Each element converted to `dtype` (float to int truncates, to bool is `!= 0`)."""
     (x,) = flat_inputs(inputs)
@@ -343,14 +347,14 @@ def cast_(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Ten
     return [elementwise(static_dims(x), lambda i: cast(dtype, x[i]), "cast", ELEMWISE)]
 
 
-@register_compute("cast_like")
+@COMPUTES.register("cast_like")
 def cast_like(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`cast(data, dtype of dtype_like)`."""
     x, like = flat_inputs(inputs)
     return [elementwise(static_dims(x), lambda i: cast(like.dtype, x[i]), "cast", ELEMWISE)]
 
 
-@register_compute("reinterpret")
+@COMPUTES.register("reinterpret")
 def reinterpret(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The bits of each element read as `dtype`."""
     (x,) = flat_inputs(inputs)
@@ -362,7 +366,7 @@ def reinterpret(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> li
     ]
 
 
-@register_compute("where")
+@COMPUTES.register("where")
 def where(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`condition ? x : y`, all three broadcast; the condition is true where nonzero."""
     cond, x, y = flat_inputs(inputs)
@@ -374,7 +378,7 @@ def where(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Ten
     return [elementwise(out_shape(out_type), body, "where", BROADCAST)]
 
 
-@register_compute("full_like")
+@COMPUTES.register("full_like")
 def full_like(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The shape and dtype of `data`, every element `fill_value`."""
     data, fill = flat_inputs(inputs)
@@ -398,11 +402,11 @@ def _filled(value: Callable[[str], PrimExpr], name: str) -> Callable[..., list[T
     return fn
 
 
-register_compute("zeros")(_filled(lambda t: const(0, t), "zeros"))
-register_compute("ones")(_filled(lambda t: const(1, t), "ones"))
+COMPUTES.register("zeros")(_filled(lambda t: const(0, t), "zeros"))
+COMPUTES.register("ones")(_filled(lambda t: const(1, t), "ones"))
 
 
-@register_compute("full")
+@COMPUTES.register("full")
 def full(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """A tensor of the call's type, every element `fill_value` cast to its dtype."""
     (fill,) = flat_inputs(inputs)
@@ -410,7 +414,7 @@ def full(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tens
     return [elementwise(out_shape(out_type), lambda i: cast(dtype, fill[()]), "full", ELEMWISE)]
 
 
-@register_compute("arange")
+@COMPUTES.register("arange")
 def arange(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`start + i * step`, computed in the inputs' dtype (int64 for integers), cast to
     `dtype`; the length comes from the call's (static) type."""

@@ -18,54 +18,36 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.opdefs import semantics
+from ....lang.opdefs.semantics import RESIZE_METHODS, pad_pairs
+from ....lang.optable import OpTable
 from ....lang.types import Type
 from ...te.tensor import Tensor, compute, max_reduce, reduce_axis
 from ...tir.expr import PrimExpr, all_of, any_of, cast, const, eq, max_, min_, select
 from ...tir.op import call, ceil, fabs, floor, if_then_else, round_, trunc
-from . import register_compute
-from .nn import int_shape, pad, pad_pairs, tensor_type
+from . import ComputeFn
+from .nn import int_shape, pad, tensor_type
 from .pool import spatial_positions
+
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
 
 F32 = np.float32
 
-_METHODS = {
-    "nearest_neighbor": "nearest_neighbor",
-    "nearest": "nearest_neighbor",
-    "linear": "linear",
-    "bilinear": "linear",
-    "trilinear": "linear",
-    "cubic": "cubic",
-    "bicubic": "cubic",
-}
 
-
-def _f32(value: float) -> PrimExpr:
+def _f32(value: float | np.float32) -> PrimExpr:
     return const(float(F32(value)), "float32")
 
 
 def source_coordinate(
     o: PrimExpr, n_in: int, n_out: int, mode: str, start: float = 0.0, end: float = 0.0
 ) -> PrimExpr:
-    """TVM's `get_inx`: the float32 source coordinate of output index `o`."""
-    x = cast("float32", o)
-    scale = _f32(F32(n_in) / F32(n_out))
-    half = _f32(0.5)
-    if mode == "half_pixel" or (mode == "pytorch_half_pixel" and n_out > 1):
-        return (x + half) * scale - half
-    if mode == "pytorch_half_pixel" or (mode == "align_corners" and n_out == 1):
-        return _f32(0.0)
-    if mode == "align_corners":
-        return _f32(F32(n_in - 1) / F32(n_out - 1)) * x
-    if mode == "asymmetric":
-        return scale * x
-    if mode == "tf_half_pixel_for_nn":
-        return (x + half) * scale
-    if mode == "tf_crop_and_resize":
-        s, e = F32(start), F32(end)
-        if n_out > 1:
-            return _f32(s * F32(n_in - 1)) + x * _f32(e - s) * _f32(n_in - 1) / _f32(n_out - 1)
-        return _f32(F32(0.5) * (s + e) * F32(n_in - 1))
-    raise ValueError(f"resize: unknown coordinate_transformation_mode `{mode}`")
+    """TVM's `get_inx` (`semantics.source_coordinate`): the float32 source coordinate of
+    output index `o`."""
+    coord: PrimExpr = semantics.source_coordinate(
+        cast("float32", o), n_in, n_out, mode, _f32, start, end
+    )
+    return coord
 
 
 def nearest_index(coord: PrimExpr, rounding: str) -> PrimExpr:
@@ -174,11 +156,7 @@ def resize(
     name: str = "resize",
 ) -> Tensor:
     """TVM's resize of the spatial `axes` of `x` to `sizes` (see the module docstring)."""
-    if method not in _METHODS:
-        raise ValueError(f"resize: unknown method `{method}`")
-    method = _METHODS[method]
-    if method == "nearest_neighbor" and not rounding:
-        rounding = "round" if mode == "align_corners" else "floor"
+    method, rounding = semantics.resize_method(method, mode, rounding)
     k = len(axes)
     roi_values = list(roi) if roi else [0.0] * (2 * k)
     shape = int_shape(x)
@@ -240,14 +218,14 @@ def _register_resize(ndim: int) -> None:
 
     fn.__name__ = f"resize{ndim}d"
     fn.__doc__ = f"`image.resize{ndim}d` to the static `size`."
-    register_compute(f"image.resize{ndim}d")(fn)
+    COMPUTES.register(f"image.resize{ndim}d")(fn)
 
 
 for _ndim in (1, 2, 3):
     _register_resize(_ndim)
 
 
-@register_compute("nn.upsampling")
+@COMPUTES.register("nn.upsampling")
 def upsampling(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Resize H and W by `scale_h`, `scale_w` (TVM's topi `upsampling`: align_corners or
     asymmetric coordinates)."""
@@ -270,7 +248,7 @@ def upsampling(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
     return [out]
 
 
-@register_compute("nn.upsampling3d")
+@COMPUTES.register("nn.upsampling3d")
 def upsampling3d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Resize D, H and W by `scale_d`, `scale_h`, `scale_w`."""
     assert attrs is not None
@@ -292,7 +270,7 @@ def upsampling3d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> l
 # ------------------------------------------------------------------------ crop and resize
 
 
-@register_compute("image.crop_and_resize")
+@COMPUTES.register("image.crop_and_resize")
 def crop_and_resize(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Crop each box `[y1, x1, y2, x2]` (normalized) of image `box_indices[b]` and resize it
     to `crop_size` ("tf_crop_and_resize" coordinates; outside points get
@@ -303,7 +281,7 @@ def crop_and_resize(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -
     dshape = int_shape(data)
     axes = spatial_positions(str(attrs.layout), 2)
     sizes = [int(s) for s in attrs.crop_size]
-    method = _METHODS[str(attrs.method)]
+    method = RESIZE_METHODS[str(attrs.method)]
     nearest = method == "nearest_neighbor"
     dt = _work_dtype(od)
 
@@ -338,7 +316,7 @@ def crop_and_resize(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -
 # ------------------------------------------------------------------------------ dilation2d
 
 
-@register_compute("image.dilation2d")
+@COMPUTES.register("image.dilation2d")
 def dilation2d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Morphological dilation: the max over each window of `data + weight`, zero padding
     (`NCHW` data with an `IHW` weight, or `NHWC` with `HWI`)."""
@@ -373,7 +351,7 @@ def dilation2d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
 # ---------------------------------------------------------------------- grids and sampling
 
 
-@register_compute("image.affine_grid")
+@COMPUTES.register("image.affine_grid")
 def affine_grid(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`out[n, d, i, j] = m[n, d, 0] * x_j + m[n, d, 1] * y_i + m[n, d, 2]` over a grid of
     `target_shape` points from -1 towards 1 (steps of `(2 - 1e-7) / (size - 1)`)."""
@@ -408,7 +386,7 @@ def _reflect(c: PrimExpr, size: int, align_corners: bool) -> PrimExpr:
     return select(inside, c, flipped)
 
 
-@register_compute("image.grid_sample")
+@COMPUTES.register("image.grid_sample")
 def grid_sample(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Sample `data` (NCHW or NCDHW) at the normalized coordinates of `grid` (x, y[, z] on
     axis 1): bilinear, nearest (half to even) or bicubic (A = -0.75), with zeros, border or

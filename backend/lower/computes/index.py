@@ -16,6 +16,8 @@ import numpy as np
 
 from ....lang.attrs import Attrs
 from ....lang.dtype import numpy_dtype
+from ....lang.opdefs.semantics import normalize_axis
+from ....lang.optable import OpTable
 from ....lang.types import Type
 from ...te.tensor import Tensor, comm_reducer, compute, extern, reduce_axis
 from ...tir import op as tir_op
@@ -34,7 +36,7 @@ from ...tir.expr import (
     truncdiv,
 )
 from ...tir.stmt import BufferStore, For, ForKind, LetStmt, Stmt, seq
-from . import register_compute
+from . import ComputeFn
 from .elementwise import (
     COMM_REDUCE,
     INJECTIVE,
@@ -45,7 +47,10 @@ from .elementwise import (
     out_shape,
     static_dims,
 )
-from .transform import choose, normalize_axis, unravel
+from .transform import choose, unravel
+
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
 
 Indices = Sequence[PrimExpr]
 
@@ -63,7 +68,7 @@ def _mode(value: PrimExpr, n: int, mode: str) -> PrimExpr:
     return value
 
 
-@register_compute("take")
+@COMPUTES.register("take")
 def take(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Elements of data at `indices` along `axis` (null: of the flattened data); `mode`
     "clip" clamps, "wrap" wraps, "fast" trusts the indices."""
@@ -92,7 +97,7 @@ def take(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tens
     return [elementwise(shape, body, "take", INJECTIVE)]
 
 
-@register_compute("gather")
+@COMPUTES.register("gather")
 def gather(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`out[i..] = data[i.. with indices[i..] at axis ..]`."""
     data, indices = flat_inputs(inputs)
@@ -107,7 +112,7 @@ def gather(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Te
     return [elementwise(static_dims(indices), body, "gather", INJECTIVE)]
 
 
-@register_compute("gather_nd")
+@COMPUTES.register("gather_nd")
 def gather_nd(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Slices of data addressed by the first axis of `indices` (after `batch_dims`)."""
     data, indices = flat_inputs(inputs)
@@ -124,7 +129,7 @@ def gather_nd(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list
     return [elementwise(out_shape(out_type), body, "gather_nd", INJECTIVE)]
 
 
-@register_compute("adv_index")
+@COMPUTES.register("adv_index")
 def adv_index(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Numpy advanced indexing of the first tensor by the (broadcast) index tensors."""
     data, *index_tensors = flat_inputs(inputs)
@@ -138,7 +143,7 @@ def adv_index(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list
     return [elementwise(shape, body, "adv_index", INJECTIVE)]
 
 
-@register_compute("one_hot")
+@COMPUTES.register("one_hot")
 def one_hot(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`on_value` where the new `axis` equals the index, `off_value` elsewhere."""
     indices, on, off = flat_inputs(inputs)
@@ -154,7 +159,7 @@ def one_hot(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[T
     return [elementwise(out_shape(out_type), body, "one_hot", INJECTIVE)]
 
 
-@register_compute("sparse_to_dense")
+@COMPUTES.register("sparse_to_dense")
 def sparse_to_dense(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`default_value` everywhere, `sparse_values` at `sparse_indices` (the last duplicate
     wins; an index row addressing fewer axes fills a block): a reduction finds the last
@@ -225,7 +230,7 @@ def _combine(reduction: str, old: PrimExpr, new: PrimExpr) -> PrimExpr:
     raise ValueError(f"scatter_elements: unknown reduction `{reduction}`")
 
 
-@register_compute("scatter_elements")
+@COMPUTES.register("scatter_elements")
 def scatter_elements(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """A copy of data with `updates` written (or combined by `reduction`) at `indices` along
     `axis`, one update after another in row-major order (negative indices count from the
@@ -258,7 +263,7 @@ def scatter_elements(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) 
     return [result]
 
 
-@register_compute("unravel_index")
+@COMPUTES.register("unravel_index")
 def unravel_index(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Row `c` holds coordinate `c` of each flat index in the (runtime) `shape`, each taken
     modulo its dimension (floor division)."""
@@ -280,7 +285,7 @@ def unravel_index(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> 
     return [elementwise(out_shape(out_type), body, "unravel_index", INJECTIVE)]
 
 
-@register_compute("matrix_set_diag")
+@COMPUTES.register("matrix_set_diag")
 def matrix_set_diag(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Diagonals `k1..k2` of the innermost matrices replaced by `diagonal` (TensorFlow's
     alignment rules for several diagonals)."""
@@ -314,7 +319,7 @@ def matrix_set_diag(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -
     return [elementwise(dims, body, "matrix_set_diag", INJECTIVE)]
 
 
-@register_compute("sequence_mask")
+@COMPUTES.register("sequence_mask")
 def sequence_mask(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Elements at time `t >= valid_length[b]` become `mask_value` (`axis` is the time
     axis, the other of the first two the batch axis)."""

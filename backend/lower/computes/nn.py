@@ -1,8 +1,9 @@
 """Compute definitions of the `nn.*` operators other than convolution and pooling.
 
 Also home of the helpers the conv, pool and image families share: the call's output type,
-axis normalization, padding (`pad`, a separate `if_then_else` stage the schedule may inline)
-and TVM layout strings (`NCHW8c`: reading a tensor at primal indices, and back).
+padding (`pad`, a separate `if_then_else` stage the schedule may inline) and indexing in
+TVM layouts (`NCHW8c`: reading a tensor at primal indices, and back). What axis, padding
+and layout attributes mean is read with `lang/opdefs/semantics`.
 
 Reductions are the whole body of their compute; normalizations and softmax are several
 computes (statistics, then an elementwise stage). Float math runs in the input dtype, as
@@ -12,7 +13,6 @@ TVM's topi does; integer products accumulate in `out_dtype` (int8 x int8 into in
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +20,8 @@ import numpy as np
 
 from ....lang.attrs import Attrs
 from ....lang.dtype import numpy_dtype
+from ....lang.opdefs.semantics import layout_letters, normalize_axis
+from ....lang.optable import OpTable
 from ....lang.types import TensorType, TupleType, Type
 from ...te.tensor import Tensor, compute, max_reduce, reduce_axis, sum_
 from ...tir.dtypes import is_float
@@ -36,7 +38,10 @@ from ...tir.expr import (
     select,
 )
 from ...tir.op import exp, if_then_else, log, pow_, sqrt
-from . import register_compute
+from . import ComputeFn
+
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
 
 Index = tuple[PrimExpr, ...]
 
@@ -63,25 +68,6 @@ def int_shape(t: Tensor) -> tuple[int, ...]:
             raise ValueError(f"tensor {t.name} has a symbolic shape")
         dims.append(d.value)
     return tuple(dims)
-
-
-def normalize_axis(axis: int, ndim: int) -> int:
-    """`axis` in `[0, ndim)` (negative counts from the end)."""
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of range for rank {ndim}")
-    return axis + ndim if axis < 0 else axis
-
-
-def pad_pairs(padding: Sequence[int], ndim: int) -> list[tuple[int, int]]:
-    """TVM's padding attribute (1, ndim or 2*ndim values) as (before, after) per axis."""
-    pads = [int(p) for p in padding]
-    if len(pads) == 1:
-        return [(pads[0], pads[0])] * ndim
-    if len(pads) == ndim:
-        return [(p, p) for p in pads]
-    if len(pads) == 2 * ndim:
-        return list(zip(pads[:ndim], pads[ndim:]))
-    raise ValueError(f"padding needs 1, {ndim} or {2 * ndim} values, got {pads}")
 
 
 def per_axis(values: Sequence[int], ndim: int) -> list[int]:
@@ -142,21 +128,10 @@ def _drop(index: Index, axis: int) -> Index:
 
 # ----------------------------------------------------------------------------------- layouts
 
-_LAYOUT_TOKEN = re.compile(r"(\d*)([A-Za-z])")
-
-
-def layout_axes(layout: str) -> list[str]:
-    """The axis letters of a TVM layout (`NCHW8c` → N C H W c); factors are read from shapes."""
-    matches = list(_LAYOUT_TOKEN.finditer(layout))
-    letters = [m.group(2) for m in matches]
-    if "".join(m.group(0) for m in matches) != layout or not letters:
-        raise ValueError(f"bad layout `{layout}`")
-    return letters
-
 
 def primal_sizes(layout: str, shape: Sequence[int]) -> dict[str, int]:
     """The size of each primal (upper-case) axis: outer size times its sub-axis size."""
-    letters = layout_axes(layout)
+    letters = layout_letters(layout)
     if len(letters) != len(shape):
         raise ValueError(f"a tensor of rank {len(shape)} does not have layout `{layout}`")
     sizes = {a: n for a, n in zip(letters, shape) if a.isupper()}
@@ -168,7 +143,7 @@ def primal_sizes(layout: str, shape: Sequence[int]) -> dict[str, int]:
 
 def layout_index(layout: str, shape: Sequence[int], primal: dict[str, PrimExpr]) -> Index:
     """The index into a tensor of `layout`/`shape` of the element at primal indices."""
-    letters = layout_axes(layout)
+    letters = layout_letters(layout)
     factors = {a.upper(): n for a, n in zip(letters, shape) if a.islower()}
     index = []
     for a in letters:
@@ -182,7 +157,7 @@ def layout_index(layout: str, shape: Sequence[int], primal: dict[str, PrimExpr])
 
 def primal_index(layout: str, shape: Sequence[int], index: Sequence[PrimExpr]) -> dict[str, Any]:
     """The primal indices of the element at `index` of a tensor of `layout`/`shape`."""
-    letters = layout_axes(layout)
+    letters = layout_letters(layout)
     factors = {a.upper(): n for a, n in zip(letters, shape) if a.islower()}
     inner = {a.upper(): i for a, i in zip(letters, index) if a.islower()}
     result: dict[str, Any] = {}
@@ -199,7 +174,7 @@ def _matmul_attrs(kind: str, a: Tensor, b: Tensor, out_dtype: str) -> dict[str, 
     return {"workload": (kind, int_shape(a), int_shape(b), out_dtype), "out_dtype": out_dtype}
 
 
-@register_compute("nn.dense")
+@COMPUTES.register("nn.dense")
 def dense(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`out[..., j] = sum_k data[..., k] * weight[j, k]` in `out_dtype`."""
     assert attrs is not None
@@ -216,7 +191,7 @@ def dense(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Ten
     return [out]
 
 
-@register_compute("nn.contrib_dense_pack")
+@COMPUTES.register("nn.contrib_dense_pack")
 def dense_pack(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Dense whose weight has `weight_layout` (e.g. `NC8n`: `(units / 8, k, 8)`)."""
     assert attrs is not None
@@ -233,7 +208,7 @@ def dense_pack(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
     return [compute(shape, body, "dense_pack", "dense", info)]
 
 
-@register_compute("nn.matmul")
+@COMPUTES.register("nn.matmul")
 def matmul(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`op(a) @ op(b)` with op a transpose of the last two axes when asked; b is 2-D."""
     assert attrs is not None
@@ -256,7 +231,7 @@ def matmul(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Te
     return [compute(shape, body, "matmul", "dense", _matmul_attrs("matmul", a, b, od))]
 
 
-@register_compute("nn.batch_matmul")
+@COMPUTES.register("nn.batch_matmul")
 def batch_matmul(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Batched `op(a) @ op(b)` of 3-D tensors; a batch of 1 broadcasts."""
     assert attrs is not None
@@ -280,7 +255,7 @@ def batch_matmul(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> l
 # ------------------------------------------------------------------------------ activations
 
 
-@register_compute("nn.bias_add")
+@COMPUTES.register("nn.bias_add")
 def bias_add(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`x + bias[c]` with c the index along `axis`."""
     assert attrs is not None
@@ -289,7 +264,7 @@ def bias_add(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[
     return [compute(x.shape, lambda *i: x[i] + bias[i[axis]], "bias_add", "broadcast")]
 
 
-@register_compute("nn.relu")
+@COMPUTES.register("nn.relu")
 def relu(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`x > 0 ? x : 0` (a NaN gives 0)."""
     (x,) = inputs
@@ -308,7 +283,7 @@ def scalar_const(value: float, dtype: str) -> PrimExpr:
     return const(int(min(max(math.trunc(value), info.min), info.max)), dtype)
 
 
-@register_compute("nn.leaky_relu")
+@COMPUTES.register("nn.leaky_relu")
 def leaky_relu(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`x > 0 ? x : x * alpha` (alpha converted to the dtype of x)."""
     assert attrs is not None
@@ -321,7 +296,7 @@ def leaky_relu(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
     ]
 
 
-@register_compute("nn.prelu")
+@COMPUTES.register("nn.prelu")
 def prelu(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`x > 0 ? x : x * alpha[c]` with c the index along `axis`."""
     assert attrs is not None
@@ -382,13 +357,13 @@ def _softmax(attrs: Attrs | None, inputs: list[Tensor], name: str, log_form: boo
     )
 
 
-@register_compute("nn.softmax", "nn.fast_softmax")
+@COMPUTES.register("nn.softmax", "nn.fast_softmax")
 def softmax(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`exp(x - max) / sum(exp(x - max))` along `axis`: max, exp-sum, normalize."""
     return [_softmax(attrs, inputs, "softmax", log_form=False)]
 
 
-@register_compute("nn.log_softmax")
+@COMPUTES.register("nn.log_softmax")
 def log_softmax(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`x - max - log(sum(exp(x - max)))` along `axis`."""
     return [_softmax(attrs, inputs, "log_softmax", log_form=True)]
@@ -462,7 +437,7 @@ def _normalized(
     return compute(x.shape, body, name, "injective", {"axis": axis})  # type: ignore[no-any-return]
 
 
-@register_compute("nn.batch_norm")
+@COMPUTES.register("nn.batch_norm")
 def batch_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Inference batch norm with the moving statistics: `(out, moving_mean, moving_var)`."""
     assert attrs is not None
@@ -483,7 +458,7 @@ def batch_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
     ]
 
 
-@register_compute("nn.layer_norm")
+@COMPUTES.register("nn.layer_norm")
 def layer_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Normalize over `axis`, then scale by gamma and shift by beta (along `axis`)."""
     assert attrs is not None
@@ -503,7 +478,7 @@ def layer_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
     return [norm]
 
 
-@register_compute("nn.instance_norm")
+@COMPUTES.register("nn.instance_norm")
 def instance_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Normalize each (batch, channel) over the other axes, then scale and shift."""
     assert attrs is not None
@@ -528,7 +503,7 @@ def instance_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> 
     return [norm]
 
 
-@register_compute("nn.group_norm")
+@COMPUTES.register("nn.group_norm")
 def group_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Normalize over groups of `num_groups` channels (and the other non-batch axes)."""
     assert attrs is not None
@@ -562,7 +537,7 @@ def group_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
     return [norm]
 
 
-@register_compute("nn.l2_normalize")
+@COMPUTES.register("nn.l2_normalize")
 def l2_normalize(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`x / sqrt(max(sum(x**2 over axis), eps))`."""
     assert attrs is not None
@@ -593,7 +568,7 @@ def l2_normalize(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> l
     return [compute(x.shape, body, "l2_normalize", "injective")]
 
 
-@register_compute("nn.dropout")
+@COMPUTES.register("nn.dropout")
 def dropout(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Inference dropout: `(data, mask of ones)`."""
     (x,) = inputs
@@ -603,7 +578,7 @@ def dropout(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[T
     return [identity_like(x, "dropout"), mask]
 
 
-@register_compute("nn.lrn")
+@COMPUTES.register("nn.lrn")
 def lrn(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`x / (bias + alpha / size * sum of x**2 over the window)**beta`; the window along
     `axis` is `[c - size // 2, c - size // 2 + size)` (zero outside)."""
@@ -631,7 +606,7 @@ def lrn(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tenso
     return [out]
 
 
-@register_compute("nn.batch_flatten")
+@COMPUTES.register("nn.batch_flatten")
 def batch_flatten(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Flatten all but the first axis (row-major)."""
     (x,) = inputs
@@ -661,13 +636,13 @@ def _cross_entropy(inputs: list[Tensor], use_log: bool, name: str) -> Tensor:
     )
 
 
-@register_compute("nn.cross_entropy")
+@COMPUTES.register("nn.cross_entropy")
 def cross_entropy(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`-sum(log(x) * y) / batch`."""
     return [_cross_entropy(inputs, True, "cross_entropy")]
 
 
-@register_compute("nn.cross_entropy_with_logits")
+@COMPUTES.register("nn.cross_entropy_with_logits")
 def cross_entropy_with_logits(
     attrs: Attrs | None, inputs: list[Tensor], out_type: Type
 ) -> list[Tensor]:
@@ -675,7 +650,7 @@ def cross_entropy_with_logits(
     return [_cross_entropy(inputs, False, "cross_entropy_with_logits")]
 
 
-@register_compute("nn.fifo_buffer")
+@COMPUTES.register("nn.fifo_buffer")
 def fifo_buffer(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The last `buffer.shape[axis]` entries of `concatenate(buffer, data)` along `axis`."""
     assert attrs is not None
@@ -707,7 +682,7 @@ def _pad_width(pad_width: Sequence[Sequence[int]]) -> tuple[list[int], list[int]
     return [int(p[0]) for p in pad_width], [int(p[1]) for p in pad_width]
 
 
-@register_compute("nn.pad")
+@COMPUTES.register("nn.pad")
 def nn_pad(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Pad each axis by [before, after]: with pad_value (`constant`), the edge, or a
     reflection (`reflect`)."""
@@ -737,7 +712,7 @@ def nn_pad(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Te
     return [compute(out_shape, body, "pad", "injective,pad")]
 
 
-@register_compute("nn.mirror_pad")
+@COMPUTES.register("nn.mirror_pad")
 def mirror_pad(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Pad by reflection: SYMMETRIC repeats the edge element, REFLECT does not."""
     assert attrs is not None
@@ -765,7 +740,7 @@ def _from_nchw(layout: str, index: Index) -> Index:
     return index if layout == "NCHW" else (index[0], index[2], index[3], index[1])
 
 
-@register_compute("nn.depth_to_space")
+@COMPUTES.register("nn.depth_to_space")
 def depth_to_space(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Move channel blocks into `block_size` x `block_size` spatial blocks (DCR or CRD)."""
     assert attrs is not None
@@ -784,7 +759,7 @@ def depth_to_space(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) ->
     return [compute(shape, body, "depth_to_space", "injective")]
 
 
-@register_compute("nn.space_to_depth")
+@COMPUTES.register("nn.space_to_depth")
 def space_to_depth(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Move `block_size` x `block_size` spatial blocks into channels (DCR or CRD)."""
     assert attrs is not None

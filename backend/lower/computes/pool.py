@@ -17,37 +17,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from ....lang.attrs import Attrs
-from ....lang.dtype import numpy_dtype
+from ....lang.opdefs import semantics
+from ....lang.opdefs.semantics import lowest, pad_pairs
+from ....lang.optable import OpTable
 from ....lang.types import Type
 from ...te.tensor import Tensor, compute, max_reduce, reduce_axis, sum_
 from ...tir.dtypes import is_float
 from ...tir.expr import IterVar, PrimExpr, all_of, cast, const, max_, min_, truncdiv
-from . import register_compute
-from .nn import int_shape, layout_axes, pad, pad_pairs, per_axis, tensor_type
+from . import ComputeFn
+from .nn import int_shape, pad, per_axis, tensor_type
+
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
 
 _SPATIAL = "DHW"
 
 
 def spatial_positions(layout: str, ndim: int) -> list[int]:
     """Positions of the `ndim` primal spatial axes (D, H, W order) in `layout`."""
-    letters = layout_axes(layout)
-    positions = [letters.index(c) for c in _SPATIAL if c in letters]
+    positions = semantics.spatial_positions(layout, _SPATIAL)
     if len(positions) != ndim:
         raise ValueError(f"layout `{layout}` does not have {ndim} spatial axes")
     return positions
-
-
-def lowest(dtype: str) -> PrimExpr:
-    """The lowest finite value of `dtype` (TVM's `min_value`, the max-pool padding)."""
-    np_dtype = numpy_dtype(dtype)
-    if np_dtype == np.bool_:
-        return const(False, dtype)
-    if is_float(dtype):
-        return const(float(np.finfo(np_dtype).min), dtype)
-    return const(int(np.iinfo(np_dtype).min), dtype)
 
 
 def divide(total: PrimExpr, count: PrimExpr, dtype: str) -> PrimExpr:
@@ -85,7 +77,7 @@ def _window_pool(attrs: Attrs, x: Tensor, out_type: Type, ndim: int, kind: str) 
     before, after = [0] * x.ndim, [0] * x.ndim
     for ax, (b, a), e in zip(axes, pads, extra):
         before[ax], after[ax] = b, a + e
-    fill = lowest(dt) if kind == "max" else const(0, dt)
+    fill = const(lowest(dt), dt) if kind == "max" else const(0, dt)
     padded = pad(x, before, after, fill, f"pool_{kind}_pad")
     rv = [reduce_axis(k, f"rv{i}") for i, k in enumerate(kernel)]
 
@@ -133,7 +125,7 @@ def _register_window_pool(kind: str, ndim: int) -> None:
 
     fn.__name__ = f"{kind}_pool{ndim}d"
     fn.__doc__ = f"`nn.{kind}_pool{ndim}d`: padding, then the {kind} over each window."
-    register_compute(f"nn.{kind}_pool{ndim}d")(fn)
+    COMPUTES.register(f"nn.{kind}_pool{ndim}d")(fn)
 
 
 for _kind in ("max", "avg"):
@@ -214,7 +206,7 @@ def _register_adaptive_pool(kind: str, ndim: int) -> None:
 
     fn.__name__ = f"adaptive_{kind}_pool{ndim}d"
     fn.__doc__ = f"`nn.adaptive_{kind}_pool{ndim}d` to `output_size`."
-    register_compute(f"nn.adaptive_{kind}_pool{ndim}d")(fn)
+    COMPUTES.register(f"nn.adaptive_{kind}_pool{ndim}d")(fn)
 
 
 def _register_global_pool(kind: str) -> None:
@@ -225,7 +217,7 @@ def _register_global_pool(kind: str) -> None:
 
     fn.__name__ = f"global_{kind}_pool2d"
     fn.__doc__ = f"`nn.global_{kind}_pool2d`: the {kind} over all spatial positions."
-    register_compute(f"nn.global_{kind}_pool2d")(fn)
+    COMPUTES.register(f"nn.global_{kind}_pool2d")(fn)
 
 
 for _kind in ("max", "avg"):

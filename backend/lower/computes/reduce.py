@@ -6,7 +6,8 @@ A reduction is one compute whose whole body is a `Reduce` over the reduced axes 
 (index, value) pairs with one tuple combiner: the first index wins ties (the last one with
 `select_last_index`). Semantics follow `backend/runtime/op_impls/reduce.py`: with no axis to
 reduce the data is copied (argmax/argmin give zeros), max/min of nothing is the dtype's
-lowest/highest finite value.
+lowest/highest finite value; the reduced axes and the limits come from
+`lang/opdefs/semantics`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import numpy as np
 
 from ....lang.attrs import Attrs
 from ....lang.dtype import numpy_dtype
+from ....lang.opdefs.semantics import highest, lowest, reduce_axes
+from ....lang.optable import OpTable
 from ....lang.types import Type
-from ...runtime.op_impls.reduce import reduce_axes
-from ...runtime.op_impls.transform import highest, lowest
 from ...te.limits import max_value, min_value
 from ...te.tensor import ReduceFn, Tensor, comm_reducer, compute, reduce_axis, sum_
 from ...tir.dtypes import INDEX_DTYPE, is_bool, is_float
@@ -40,7 +41,7 @@ from ...tir.expr import (
     select,
     truncdiv,
 )
-from . import register_compute
+from . import ComputeFn
 from .elementwise import (
     COMM_REDUCE,
     ELEMWISE,
@@ -52,14 +53,12 @@ from .elementwise import (
 )
 from .transform import ravel
 
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
 
-def _finite(value: object, dtype: str) -> PrimExpr:
-    return const(np.asarray(value).item(), dtype)  # type: ignore[arg-type]
-
-
-max_finite = comm_reducer(max_, lambda t: _finite(lowest(numpy_dtype(t)), t), "max")
+max_finite = comm_reducer(max_, lambda t: const(lowest(t), t), "max")
 """Maximum with TVM's identity, the lowest finite value of the dtype."""
-min_finite = comm_reducer(min_, lambda t: _finite(highest(numpy_dtype(t)), t), "min")
+min_finite = comm_reducer(min_, lambda t: const(highest(t), t), "min")
 """Minimum with TVM's identity, the highest finite value of the dtype."""
 prod_ = comm_reducer(lambda x, y: x * y, lambda t: const(1, t), "prod")
 all_bool = comm_reducer(And, lambda t: const(True, t), "all")
@@ -81,7 +80,7 @@ class Plan:
         self.dims = static_dims(x)
         self.keepdims = bool(attrs.keepdims)
         axis = attrs.axis
-        self.axes = reduce_axes(name, x.ndim, axis, bool(attrs.exclude)) if x.ndim else ()
+        self.axes = reduce_axes(x.ndim, axis, bool(attrs.exclude)) if x.ndim else ()
         self.raxes = [reduce_axis(self.dims[a], f"r{a}") for a in self.axes]
 
     @property
@@ -145,7 +144,7 @@ def _simple(
 
     fn.__name__ = name
     fn.__doc__ = f"The compute of `{name}` over the reduced axes."
-    register_compute(name)(fn)
+    COMPUTES.register(name)(fn)
 
 
 def _identity(e: PrimExpr) -> PrimExpr:
@@ -173,7 +172,7 @@ def divide_by_count(total: PrimExpr, count: int, dtype: str) -> PrimExpr:
     return truncdiv(total, const(divisor, dtype))
 
 
-@register_compute("mean")
+@COMPUTES.register("mean")
 def mean(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The sum over the reduced axes (one stage), divided by their count (a second)."""
     (x,) = flat_inputs(inputs)
@@ -193,7 +192,7 @@ def mean(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tens
     ]
 
 
-@register_compute("variance")
+@COMPUTES.register("variance")
 def variance(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`sum((data - mean)**2) / (count - unbiased)` (the mean broadcast numpy-style)."""
     x, m = flat_inputs(inputs)
@@ -269,7 +268,7 @@ def _arg_reduce(name: str, largest: bool) -> None:
 
     fn.__name__ = name
     fn.__doc__ = f"The compute of `{name}`: int32 index into the flattened reduced axes."
-    register_compute(name)(fn)
+    COMPUTES.register(name)(fn)
 
 
 _arg_reduce("argmax", largest=True)

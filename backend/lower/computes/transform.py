@@ -4,7 +4,8 @@ Every transform is pure index arithmetic over its input (so it can be inlined in
 consumer): reshapes go through a row-major flat index with `FloorDiv`/`FloorMod`,
 `concatenate`/`stack` choose their input with a balanced tree of `if_then_else` on index
 ranges, `layout_transform` guards its zero padding with `if_then_else`. Shapes come from the
-call's checked type; semantics from `backend/runtime/op_impls/transform.py`.
+call's checked type; what the attributes mean (axes, strided-slice clamping, layouts) from
+`lang/opdefs/semantics`.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import numpy as np
 
 from ....lang.attrs import Attrs
 from ....lang.dtype import numpy_dtype
+from ....lang.opdefs.semantics import normalize_axis, parse_layout, strided_slice_ranges
+from ....lang.optable import OpTable
 from ....lang.types import Type
-from ...runtime.op_impls.transform import parse_layout, strided_slice_indices
 from ...te.tensor import Tensor, compute, reduce_axis, sum_
 from ...tir import op as tir_op
 from ...tir.expr import PrimExpr, all_of, const, select
-from . import register_compute
+from . import ComputeFn
 from .elementwise import (
     BROADCAST,
     COMM_REDUCE,
@@ -36,12 +38,10 @@ from .elementwise import (
     static_dims,
 )
 
+COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
+"""The compute definitions of this family (`computes.COMPUTES` joins the families)."""
+
 Indices = Sequence[PrimExpr]
-
-
-def normalize_axis(axis: int, ndim: int) -> int:
-    """`axis` in `[0, ndim)` (negative counts from the end)."""
-    return axis + ndim if axis < 0 else axis
 
 
 def ravel(indices: Indices, shape: Sequence[int]) -> PrimExpr:
@@ -91,7 +91,7 @@ def _reshaped(x: Tensor, out_type: Type, name: str) -> list[Tensor]:
     ]
 
 
-@register_compute("reshape")
+@COMPUTES.register("reshape")
 def reshape(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Row-major reshape to the call's type (TVM's special `newshape` values are resolved
     by the type relation)."""
@@ -99,14 +99,14 @@ def reshape(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[T
     return _reshaped(x, out_type, "reshape")
 
 
-@register_compute("reshape_like")
+@COMPUTES.register("reshape_like")
 def reshape_like(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Row-major reshape to the call's type."""
     x = flat_inputs(inputs)[0]
     return _reshaped(x, out_type, "reshape_like")
 
 
-@register_compute("transpose")
+@COMPUTES.register("transpose")
 def transpose(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Permuted axes: output axis k is input axis `axes[k]` (null or empty: reversed)."""
     (x,) = flat_inputs(inputs)
@@ -123,7 +123,7 @@ def transpose(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list
     return [elementwise(out_shape(out_type), body, "transpose", INJECTIVE)]
 
 
-@register_compute("squeeze")
+@COMPUTES.register("squeeze")
 def squeeze(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The listed size-1 axes dropped (null: every size-1 axis)."""
     (x,) = flat_inputs(inputs)
@@ -141,7 +141,7 @@ def squeeze(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[T
     return [elementwise(out_shape(out_type), body, "squeeze", INJECTIVE)]
 
 
-@register_compute("expand_dims")
+@COMPUTES.register("expand_dims")
 def expand_dims(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`num_newaxis` size-1 axes inserted at `axis`."""
     (x,) = flat_inputs(inputs)
@@ -172,7 +172,7 @@ def _nonempty(pieces: list[tuple[Tensor, int]]) -> list[tuple[Tensor, int]]:
     return [p for p in pieces if p[1] > 0] or pieces[:1]
 
 
-@register_compute("concatenate")
+@COMPUTES.register("concatenate")
 def concatenate(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The tuple's tensors joined along `axis`."""
     tensors = flat_inputs(inputs)
@@ -195,7 +195,7 @@ def concatenate(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> li
     return [elementwise(out_shape(out_type), body, "concatenate", INJECTIVE)]
 
 
-@register_compute("stack")
+@COMPUTES.register("stack")
 def stack(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The tuple's same-shape tensors stacked along a new axis `axis`."""
     tensors = flat_inputs(inputs)
@@ -210,7 +210,7 @@ def stack(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Ten
     return [elementwise(out_shape(out_type), body, "stack", INJECTIVE)]
 
 
-@register_compute("split")
+@COMPUTES.register("split")
 def split(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """N equal sections, or the pieces between the given indices (numpy's `split`)."""
     (x,) = flat_inputs(inputs)
@@ -236,24 +236,23 @@ def split(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Ten
     return outs
 
 
-@register_compute("strided_slice")
+@COMPUTES.register("strided_slice")
 def strided_slice(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """`x[begin:end:stride]` per axis with TVM's canonicalization of begin and end."""
     (x,) = flat_inputs(inputs)
     assert attrs is not None
     strides = tuple(attrs.strides) if attrs.strides is not None else ()
     axes = tuple(attrs.axes) if attrs.axes is not None else None
-    picks = strided_slice_indices(
+    ranges = strided_slice_ranges(
         static_dims(x), tuple(attrs.begin), tuple(attrs.end), strides, axes, attrs.slice_mode
     )
     plan: list[tuple[int, int] | None] = []
-    for p in picks:
-        if p is None:
+    for r in ranges:
+        if r is None:
             plan.append(None)
         else:
-            first = int(p[0]) if len(p) else 0
-            step = int(p[1] - p[0]) if len(p) > 1 else 1
-            plan.append((first, step))
+            first, stride, count = r
+            plan.append((first if count else 0, stride if count > 1 else 1))
 
     def body(i: Indices) -> PrimExpr:
         idx = []
@@ -269,14 +268,14 @@ def strided_slice(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> 
     return [elementwise(out_shape(out_type), body, "strided_slice", INJECTIVE)]
 
 
-@register_compute("slice_like")
+@COMPUTES.register("slice_like")
 def slice_like(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The leading `[0, like.shape[i])` part of the data on the chosen axes."""
     x = flat_inputs(inputs)[0]
     return [elementwise(out_shape(out_type), lambda i: x[tuple(i)], "slice_like", INJECTIVE)]
 
 
-@register_compute("tile")
+@COMPUTES.register("tile")
 def tile(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The whole tensor repeated `reps` times per axis (numpy's `tile`)."""
     (x,) = flat_inputs(inputs)
@@ -294,7 +293,7 @@ def tile(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tens
     return [elementwise(shape, body, "tile", BROADCAST)]
 
 
-@register_compute("repeat")
+@COMPUTES.register("repeat")
 def repeat(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Each element repeated `repeats` times along `axis` (null: of the flattened data)."""
     (x,) = flat_inputs(inputs)
@@ -317,7 +316,7 @@ def repeat(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Te
     return [elementwise(out_shape(out_type), body, "repeat", BROADCAST)]
 
 
-@register_compute("reverse")
+@COMPUTES.register("reverse")
 def reverse(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The order reversed along `axis` (null: along every axis)."""
     (x,) = flat_inputs(inputs)
@@ -339,10 +338,10 @@ def _broadcast(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
     ]
 
 
-register_compute("broadcast_to", "broadcast_to_like")(_broadcast)
+COMPUTES.register("broadcast_to", "broadcast_to_like")(_broadcast)
 
 
-@register_compute("collapse_sum_like")
+@COMPUTES.register("collapse_sum_like")
 def collapse_sum_like(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The data summed over its broadcast axes down to the shape of the second argument."""
     x = flat_inputs(inputs)[0]
@@ -363,7 +362,7 @@ def collapse_sum_like(attrs: Attrs | None, inputs: list[Tensor], out_type: Type)
     return [compute(shape, body, name="collapse_sum_like", tag=COMM_REDUCE)]
 
 
-@register_compute("layout_transform")
+@COMPUTES.register("layout_transform")
 def layout_transform(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The data rearranged from `src_layout` to `dst_layout` (`NCHW` ↔ `NCHW16c`, ...);
     a split whose factor does not divide its axis pads with zeros."""
@@ -410,7 +409,7 @@ def layout_transform(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) 
     return [elementwise(out_shape(out_type), body, "layout_transform", INJECTIVE)]
 
 
-@register_compute("shape_of")
+@COMPUTES.register("shape_of")
 def shape_of(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The (static) shape of the data as constants of the call's dtype."""
     (x,) = flat_inputs(inputs)
@@ -430,7 +429,7 @@ def shape_of(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[
     return [elementwise((len(dims),), body, "shape_of", INJECTIVE)]
 
 
-@register_compute("ndarray_size")
+@COMPUTES.register("ndarray_size")
 def ndarray_size(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """The (static) number of elements as a scalar of the call's dtype."""
     (x,) = flat_inputs(inputs)
@@ -439,7 +438,7 @@ def ndarray_size(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> l
     return [elementwise((), lambda i: const(size, dtype), "ndarray_size", INJECTIVE)]
 
 
-@register_compute("meshgrid")
+@COMPUTES.register("meshgrid")
 def meshgrid(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
     """Coordinate grids: output k reads input k at its own axis ("ij"), with the first two
     axes swapped for "xy"."""

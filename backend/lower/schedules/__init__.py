@@ -1,18 +1,19 @@
-"""Default schedules: a table from compute tags to schedule functions.
+"""Default schedules: a table from operators to schedule rules.
 
-    @register_schedule("comm_reduce", PRIORITY_REDUCE)
-    def schedule_reduce(s, outputs, anchor, target): ...
+    CONV2D = ScheduleRule(schedule_conv2d, last_stage)      # in the family module conv2d.py
+    SCHEDULES.add("nn.conv2d", CONV2D)
 
 A schedule function receives the schedule of a fused kernel (its injective non-output stages
-already inlined), the kernel's output tensors, the anchor (the stage whose tag chose the
+already inlined), the kernel's output tensors, the anchor (the stage that picked the
 function) and the `Target`. The anchor need not be an output: a conv2d followed by bias and
 relu has the relu as output, and the function schedules the output's loops and attaches the
 anchor to them (`compute_at`) when the output reads it element for element.
 
-A tag is matched component by component (`"injective,pad"` has two) against the registered
-keys: an exact key first, else the longest key that is a prefix of the component. Among the
-stages of a kernel, the one with the highest priority anchors it (conv2d/dense/batch_matmul
-over pool/softmax/reduce over injective); an unknown tag gets `generic`.
+A kernel's schedule is chosen by operator, not by tag: every stage remembers the operator
+whose compute made it (`computes.made_by`), an operator's rule is its entry in `SCHEDULES`
+(conv2d, dense, batch_matmul, pools, softmax, the normalizations) or else the rule of its
+fusion pattern kind (`BY_PATTERN`: reductions; injective and other operators never anchor),
+and `pick_anchor` takes the operator with the highest pattern kind (see there).
 
 The helpers below answer the questions every schedule asks: which stages are inlined, how an
 output reads a stage (through inlined stages), how many leading axes line up, and they give
@@ -27,21 +28,19 @@ from typing import Any, TypeAlias
 
 from attrs import frozen
 
+from ....lang.op import Op, OpPattern
+from ....lang.optable import OpTable
+from ...target import Target
 from ...te.tensor import ComputeOp, Operation, PlaceholderOp, ProducerLoad, Tensor
 from ...tir.expr import IterVar, PrimExpr, Reduce, Var
 from ...tir.visitor import rewrite_expr, sub_expressions
-from ..target import Target
+from ..computes import made_by
 
 Schedule: TypeAlias = Any
 """`backend.te.schedule.Schedule` (kept opaque here to avoid an import cycle)."""
 
 ScheduleFn: TypeAlias = Callable[[Schedule, list[Tensor], Tensor, Target], None]
 """The signature of a schedule function: (schedule, outputs, anchor, target) -> None."""
-
-PRIORITY_GENERIC = 0
-PRIORITY_INJECTIVE = 1
-PRIORITY_REDUCE = 2
-PRIORITY_COMPLEX = 3
 
 INJECTIVE_TAGS = frozenset({"elemwise", "broadcast", "injective"})
 """Tag components of stages that map output elements to input elements (inlinable)."""
@@ -52,31 +51,30 @@ PARALLEL_MIN_ELEMENTS = 32 * 1024
 PARALLEL_MIN_WORK = 64 * 1024
 """Below this many inner iterations (output elements × reduction length) no parallel loop."""
 
+AnchorStage: TypeAlias = Callable[[Sequence[Operation]], Operation | None]
+"""Which of an operator's materialized stages (producers first) anchors the kernel, or None."""
+
 
 @frozen
 class ScheduleRule:
-    """One entry of the table: the key (a tag or tag prefix), its priority, the function."""
+    """How kernels anchored by an operator are scheduled: the schedule function, and which
+    of the operator's stages is the anchor it is given (`anchor_stage`; None for operators
+    that never anchor a kernel, like the injective ones)."""
 
-    key: str
-    priority: int
-    fn: ScheduleFn
-
-
-SCHEDULES: dict[str, ScheduleRule] = {}
-"""The registered schedule rules, by key."""
+    schedule: ScheduleFn
+    anchor_stage: AnchorStage | None
 
 
-def register_schedule(tag_or_prefix: str, priority: int) -> Callable[[ScheduleFn], ScheduleFn]:
-    """Decorator: schedule kernels anchored by a stage whose tag is (or starts with)
-    `tag_or_prefix` with the function. A key registered twice is a `ValueError`."""
+def last_stage(stages: Sequence[Operation]) -> Operation | None:
+    """The operator's last stage: its result (conv2d after its padding, softmax's normalize)."""
+    return stages[-1] if stages else None
 
-    def register(fn: ScheduleFn) -> ScheduleFn:
-        if tag_or_prefix in SCHEDULES:
-            raise ValueError(f"a schedule for tag `{tag_or_prefix}` is already registered")
-        SCHEDULES[tag_or_prefix] = ScheduleRule(tag_or_prefix, priority, fn)
-        return fn
 
-    return register
+def last_reduction(stages: Sequence[Operation]) -> Operation | None:
+    """The operator's last reduction stage (mean's sum, layer norm's variance); None when
+    its compute reduces nothing."""
+    found = [op for op in stages if is_reduction(op)]
+    return found[-1] if found else None
 
 
 def tag_components(tag: str) -> list[str]:
@@ -84,55 +82,54 @@ def tag_components(tag: str) -> list[str]:
     return [part.strip() for part in tag.split(",") if part.strip()]
 
 
-def rule_for_tag(tag: str) -> ScheduleRule | None:
-    """The rule a tag selects (the highest priority over its components), or None."""
-    best: ScheduleRule | None = None
-    for part in tag_components(tag):
-        rule = SCHEDULES.get(part)
-        if rule is None:
-            prefixes = [k for k in SCHEDULES if part.startswith(k)]
-            if prefixes:
-                rule = SCHEDULES[max(prefixes, key=len)]
-        if rule is not None and (best is None or rule.priority > best.priority):
-            best = rule
-    return best
-
-
-def priority_of(tag: str) -> int:
-    """The priority of the rule a tag selects (`PRIORITY_GENERIC` when none)."""
-    rule = rule_for_tag(tag)
-    return rule.priority if rule is not None else PRIORITY_GENERIC
-
-
 def is_injective_tag(tag: str) -> bool:
-    """Whether a tag marks an injective stage (elemwise, broadcast, injective)."""
+    """Whether a tag marks an injective stage (elemwise, broadcast, injective): lowering
+    inlines such stages into their consumers."""
     return any(part in INJECTIVE_TAGS for part in tag_components(tag))
 
 
-def schedule_for(anchor: Tensor) -> ScheduleFn:
-    """The schedule function for a kernel anchored by `anchor` (generic if its tag is not
-    in the table)."""
-    rule = rule_for_tag(getattr(anchor.op, "tag", ""))
-    if rule is not None:
-        return rule.fn
-    from .generic import schedule_generic
-
-    return schedule_generic
+def schedule_rule(op: Op) -> ScheduleRule:
+    """The schedule rule of `op`: its entry in `SCHEDULES`, else the rule of its fusion
+    pattern kind (`BY_PATTERN`)."""
+    rule = SCHEDULES.get(op)
+    return rule if rule is not None else BY_PATTERN[op.pattern]
 
 
-def pick_anchor(order: Sequence[Operation], outputs: Sequence[Tensor], inlined: set[int]) -> Tensor:
-    """The stage that picks the schedule: among the materialized stages, the one with the
-    highest priority (the last in producer-to-consumer order on ties); the first output
-    when nothing ranks above injective."""
-    best: Operation | None = None
-    best_priority = PRIORITY_INJECTIVE
-    for op in order:
-        if isinstance(op, PlaceholderOp) or id(op) in inlined:
+def pick_anchor(
+    order: Sequence[Operation], outputs: Sequence[Tensor], inlined: set[int]
+) -> tuple[Tensor, ScheduleFn]:
+    """The anchor of a kernel and the schedule function it picks.
+
+    Each operator that made materialized stages (`computes.made_by`) offers the stage its
+    rule names (`ScheduleRule.anchor_stage`); the anchor is the offer of the operator with
+    the highest fusion pattern kind, the later stage (producer-to-consumer `order`) on ties,
+    as TVM picks its anchor operator. With no offer (injective kernels, operators without a
+    schedule of their own) the first output anchors and every output gets its default loop
+    nest (`generic.schedule_generic`).
+    """
+    stages_of: dict[Op, list[Operation]] = {}
+    position: dict[int, int] = {}
+    for k, stage in enumerate(order):
+        if isinstance(stage, PlaceholderOp) or id(stage) in inlined:
             continue
-        p = priority_of(getattr(op, "tag", ""))
-        if p > best_priority or (p == best_priority and best is not None):
-            best, best_priority = op, p
-    return best.output(0) if best is not None else outputs[0]
+        op = made_by(stage)
+        if op is not None:
+            stages_of.setdefault(op, []).append(stage)
+            position[id(stage)] = k
+    best: tuple[tuple[int, int], Operation, ScheduleFn] | None = None
+    for op, stages in stages_of.items():
+        rule = schedule_rule(op)
+        offer = rule.anchor_stage(stages) if rule.anchor_stage is not None else None
+        if offer is None:
+            continue
+        rank = (int(op.pattern), position[id(offer)])
+        if best is None or rank > best[0]:
+            best = (rank, offer, rule.schedule)
+    if best is None:
+        from .generic import schedule_generic
+
+        return outputs[0], schedule_generic
+    return best[1].output(0), best[2]
 
 
 # ----------------------------------------------------------------------- questions on stages
@@ -400,7 +397,9 @@ def stage_state(s: Schedule, op: Operation | Tensor) -> str:
     return "untouched"
 
 
-from . import (  # noqa: E402, F401  (each module registers its schedule rules)
+# The families, each with its table of operators; `SCHEDULES` joins them (an operator in two
+# is an error). Imported last: they use the helpers above.
+from . import (  # noqa: E402
     batch_matmul,
     conv2d,
     dense,
@@ -410,3 +409,27 @@ from . import (  # noqa: E402, F401  (each module registers its schedule rules)
     reduce,
     softmax,
 )
+
+SCHEDULES: OpTable[ScheduleRule] = OpTable.merge(
+    "schedule",
+    [
+        batch_matmul.SCHEDULES,
+        conv2d.SCHEDULES,
+        dense.SCHEDULES,
+        pool.SCHEDULES,
+        reduce.SCHEDULES,
+        softmax.SCHEDULES,
+    ],
+)
+"""The schedule rule of each operator that has one of its own, keyed by the `Op` object."""
+
+BY_PATTERN: dict[OpPattern, ScheduleRule] = {
+    OpPattern.ELEMWISE: injective.INJECTIVE,
+    OpPattern.BROADCAST: injective.INJECTIVE,
+    OpPattern.INJECTIVE: injective.INJECTIVE,
+    OpPattern.COMM_REDUCE: reduce.REDUCE,
+    OpPattern.OUT_ELEMWISE_FUSABLE: generic.GENERIC,
+    OpPattern.TUPLE: generic.GENERIC,
+    OpPattern.OPAQUE: generic.GENERIC,
+}
+"""The schedule rule of an operator without an entry in `SCHEDULES`, by its pattern kind."""

@@ -10,13 +10,13 @@ the GEMV form.
 
 from __future__ import annotations
 
+from ....lang.optable import OpTable
+from ...target import Target
 from ...te.tensor import Tensor
-from ..target import Target
-from . import PRIORITY_COMPLEX, Schedule, register_schedule
+from . import Schedule, ScheduleRule, last_stage
 from .dense import schedule_product
 
 
-@register_schedule("batch_matmul", PRIORITY_COMPLEX)
 def schedule_batch_matmul(
     s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target
 ) -> None:
@@ -27,5 +27,11 @@ def schedule_batch_matmul(
 
         schedule_generic(s, outputs, anchor, target)
 
+
+BATCH_MATMUL: ScheduleRule = ScheduleRule(schedule_batch_matmul, last_stage)
+"""`batch_matmul` kernels, anchored at the product stage."""
+
+SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
+SCHEDULES.add("nn.batch_matmul", BATCH_MATMUL)
 
 __all__ = ["schedule_batch_matmul"]

@@ -55,13 +55,14 @@ from typing import Any
 
 from attrs import frozen
 
+from ....lang.optable import OpTable
+from ...target import Target
 from ...te.schedule import AttachKind
 from ...te.tensor import ComputeOp, Operation, ProducerLoad, Tensor, compute, reduce_axis, sum_
 from ...tir.expr import PrimExpr, Reduce, Var, all_of, cast, const
 from ...tir.op import if_then_else
 from ...tir.visitor import sub_expressions
-from ..target import Target
-from . import PARALLEL_MIN_WORK, PRIORITY_COMPLEX, Schedule, extents, register_schedule, substitute
+from . import PARALLEL_MIN_WORK, Schedule, ScheduleRule, extents, last_stage, substitute
 from .dense import VECTOR_REGISTERS, install
 
 # ----------------------------------------------------------------------- the convolution
@@ -613,12 +614,6 @@ def schedule_nhwc(
 # ------------------------------------------------------------------------------ dispatch
 
 
-@register_schedule("conv2d_nchw", PRIORITY_COMPLEX)
-@register_schedule("group_conv2d_nchw", PRIORITY_COMPLEX)
-@register_schedule("depthwise_conv2d_nchw", PRIORITY_COMPLEX)
-@register_schedule("conv2d_nhwc", PRIORITY_COMPLEX)
-@register_schedule("group_conv2d_nhwc", PRIORITY_COMPLEX)
-@register_schedule("depthwise_conv2d_nhwc", PRIORITY_COMPLEX)
 def schedule_conv2d(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
     """Pick the channel-vector, width-vector or NHWC nest (module docstring); a conv2d of
     another form gets the generic schedule."""
@@ -646,6 +641,12 @@ def schedule_conv2d(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: 
 
         schedule_generic(s, outputs, anchor, target)
 
+
+CONV2D: ScheduleRule = ScheduleRule(schedule_conv2d, last_stage)
+"""`conv2d` kernels, anchored at the convolution stage (its padding is a stage before)."""
+
+SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
+SCHEDULES.add("nn.conv2d", CONV2D)
 
 __all__ = [
     "Conv2D",

@@ -49,6 +49,8 @@ from typing import Any
 
 from attrs import frozen
 
+from ....lang.optable import OpTable
+from ...target import Target
 from ...te.schedule import root_iter_vars
 from ...te.tensor import (
     ComputeOp,
@@ -63,15 +65,14 @@ from ...te.tensor import (
 from ...tir.expr import IterKind, IterVar, PrimExpr, Range, Reduce, Var, const
 from ...tir.op import if_then_else
 from ...tir.visitor import sub_expressions
-from ..target import Target
 from . import (
     PARALLEL_MIN_WORK,
-    PRIORITY_COMPLEX,
     Schedule,
+    ScheduleRule,
     aligned_depth,
     extents,
     inlined_ops,
-    register_schedule,
+    last_stage,
     substitute,
 )
 
@@ -527,7 +528,6 @@ def schedule_product(s: Schedule, outputs: list[Tensor], anchor: Tensor, target:
     return True
 
 
-@register_schedule("dense", PRIORITY_COMPLEX)
 def schedule_dense(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
     """`dense`/`matmul`/`contrib_dense_pack` (module docstring); an anchor of another form
     gets the generic reduction schedule."""
@@ -536,6 +536,12 @@ def schedule_dense(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: T
 
         schedule_generic(s, outputs, anchor, target)
 
+
+DENSE: ScheduleRule = ScheduleRule(schedule_dense, last_stage)
+"""Matrix-product kernels, anchored at the product stage."""
+
+SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
+SCHEDULES.register("nn.dense", "nn.matmul", "nn.contrib_dense_pack")(DENSE)
 
 __all__ = [
     "GEMV_MAX_ROWS",

@@ -1,6 +1,6 @@
 """The fallback schedule, and the default loop nest of a single stage.
 
-`schedule_generic` is used for any anchor whose tag has no rule: every output gets the
+`schedule_generic` is used for a kernel no operator anchors: every output gets the
 default of its kind (`schedule_stage_default`: the injective nest for element-wise stages,
 the reduction nest for reductions, nothing for extern stages). `schedule_secondary` gives the
 same default to the materialized stages the anchor's schedule left untouched at root.
@@ -8,9 +8,9 @@ same default to the materialized stages the anchor's schedule left untouched at 
 
 from __future__ import annotations
 
+from ...target import Target
 from ...te.tensor import ComputeOp, Tensor
-from ..target import Target
-from . import Schedule, is_reduction, stage_state
+from . import Schedule, ScheduleRule, is_reduction, stage_state
 
 
 def schedule_stage_default(s: Schedule, t: Tensor, target: Target) -> None:
@@ -42,3 +42,8 @@ def schedule_secondary(s: Schedule, target: Target) -> None:
     for stage in list(s.stages):
         if isinstance(stage.op, ComputeOp) and stage_state(s, stage.op) == "untouched":
             schedule_stage_default(s, stage.op.output(0), target)
+
+
+GENERIC: ScheduleRule = ScheduleRule(schedule_generic, anchor_stage=None)
+"""Operators without a schedule of their own (convolutions other than 2-D, sorting, scans,
+scatter, ...): they never anchor; every output gets its default loop nest."""

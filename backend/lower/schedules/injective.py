@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import math
 
+from ...target import Target
 from ...te.tensor import Tensor
-from ..target import Target
 from . import PARALLEL_MIN_ELEMENTS as MIN_ELEMENTS
 from . import (
-    PRIORITY_INJECTIVE,
     Schedule,
+    ScheduleRule,
     extents,
     parallel_rows,
-    register_schedule,
     vector_factor,
 )
 
@@ -74,9 +73,6 @@ def trailing_pair(sizes: list[int]) -> int:
     return k
 
 
-@register_schedule("injective", PRIORITY_INJECTIVE)
-@register_schedule("elemwise", PRIORITY_INJECTIVE)
-@register_schedule("broadcast", PRIORITY_INJECTIVE)
 def schedule_injective(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
     """Schedule each output with its default loop nest (see the module docstring); an
     output that reduces gets the reduction's default instead."""
@@ -84,3 +80,8 @@ def schedule_injective(s: Schedule, outputs: list[Tensor], anchor: Tensor, targe
 
     for out in outputs:
         schedule_stage_default(s, out, target)
+
+
+INJECTIVE: ScheduleRule = ScheduleRule(schedule_injective, anchor_stage=None)
+"""Elementwise, broadcast and injective operators: they never anchor a kernel (a kernel of
+only such stages gets every output's default loop nest)."""

@@ -15,15 +15,25 @@ axes: parallel over `n * c`, the window loops contiguous.
 
 from __future__ import annotations
 
+from ....lang.optable import OpTable
+from ...target import Target
 from ...te.tensor import Tensor
-from ..target import Target
-from . import PRIORITY_REDUCE, Schedule, register_schedule
+from . import Schedule, ScheduleRule, last_stage
 from .reduce import schedule_with_tail
 
 
-@register_schedule("pool", PRIORITY_REDUCE)
-@register_schedule("global_pool", PRIORITY_REDUCE)
-@register_schedule("adaptive_pool", PRIORITY_REDUCE)
 def schedule_pool(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
     """Pooling kernels (module docstring)."""
     schedule_with_tail(s, outputs, anchor, target, keep_inner=True)
+
+
+POOL: ScheduleRule = ScheduleRule(schedule_pool, last_stage)
+"""Pooling kernels, anchored at the pool's last stage (average pooling's divide)."""
+
+SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
+SCHEDULES.register(
+    *(f"nn.{kind}_pool{n}d" for kind in ("max", "avg") for n in (1, 2, 3)),
+    *(f"nn.adaptive_{kind}_pool{n}d" for kind in ("max", "avg") for n in (1, 2, 3)),
+    "nn.global_max_pool2d",
+    "nn.global_avg_pool2d",
+)(POOL)

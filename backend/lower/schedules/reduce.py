@@ -32,20 +32,21 @@ import functools
 import math
 from typing import Any
 
+from ....lang.optable import OpTable
+from ...target import Target
 from ...te.tensor import ComputeOp, Operation, Tensor
-from ..target import Target
 from . import (
     PARALLEL_MIN_WORK,
-    PRIORITY_REDUCE,
     Schedule,
+    ScheduleRule,
     attach_depths,
     extents,
     inlined_ops,
     innermost_read,
     is_reduction,
+    last_reduction,
     parallel_rows,
     reduce_extent,
-    register_schedule,
     stage_order,
     vector_factor,
 )
@@ -206,8 +207,23 @@ def schedule_with_tail(
         s[out].parallel(wide[0] if wide else rows[0])
 
 
-@register_schedule("comm_reduce", PRIORITY_REDUCE)
-@register_schedule("reduce", PRIORITY_REDUCE)
 def schedule_reduce(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
     """Reductions (sum, mean, max, argmax, layer norm's statistics ...)."""
     schedule_with_tail(s, outputs, anchor, target)
+
+
+REDUCE: ScheduleRule = ScheduleRule(schedule_reduce, last_reduction)
+"""Reductions, anchored at the operator's last reduction stage (an operator whose compute
+reduces nothing, `sum(x, axis=[])`, does not anchor)."""
+
+SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
+SCHEDULES.register(  # opaque operators whose computes are statistics, then a tail
+    "nn.layer_norm",
+    "nn.instance_norm",
+    "nn.group_norm",
+    "nn.l2_normalize",
+    "nn.lrn",
+    "nn.cross_entropy",
+    "nn.cross_entropy_with_logits",
+    "sparse_to_dense",
+)(REDUCE)

@@ -16,15 +16,13 @@ the output; the normalize stage is then computed inside the output's rows too.
 
 from __future__ import annotations
 
+from ....lang.optable import OpTable
+from ...target import Target
 from ...te.tensor import Tensor
-from ..target import Target
-from . import PRIORITY_REDUCE, Schedule, register_schedule
+from . import Schedule, ScheduleRule, last_stage
 from .reduce import schedule_with_tail
 
 
-@register_schedule("softmax", PRIORITY_REDUCE)
-@register_schedule("log_softmax", PRIORITY_REDUCE)
-@register_schedule("fast_softmax", PRIORITY_REDUCE)
 def schedule_softmax(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
     """Softmax-like kernels: statistics per row, normalize vectorized (module docstring)."""
     from .reduce import output_reading
@@ -45,3 +43,10 @@ def _first_statistic(anchor: Tensor) -> Tensor | None:
         if is_reduction(op):
             return op.output(0)
     return None
+
+
+SOFTMAX: ScheduleRule = ScheduleRule(schedule_softmax, last_stage)
+"""Softmax-like kernels, anchored at the normalize stage."""
+
+SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
+SCHEDULES.register("nn.softmax", "nn.log_softmax", "nn.fast_softmax")(SOFTMAX)

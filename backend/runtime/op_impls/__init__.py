@@ -1,6 +1,6 @@
 """Reference implementations of operators: the interpreter's facet of every operator.
 
-`IMPLS` maps each `Op` object (`relay.lang.op.get_op(name)`) to a plain function
+`IMPLS` (an `OpTable`) maps each `Op` object (`relay.lang.op.get_op(name)`) to a plain function
 
     impl(args: list[Value], attrs: Attrs | None) -> Value
 
@@ -19,17 +19,18 @@ new value with TVM's semantics:
 
 The interpreter runs implementations under `np.errstate(all="ignore")`.
 
-Adding an implementation:
+Adding an implementation, in the family module of the operator (`nn.py`):
 
-    from relay.backend.runtime.op_impls import implementation
+    IMPLS: OpTable[Impl] = OpTable("reference implementation")   # once per family module
 
-    @implementation("nn.softmax")
+    @IMPLS.register("nn.softmax")
     def softmax(args, attrs):
         (x,) = args
         ...
 
-Implementations live in the modules of this package by operator family; importing the
-package registers all of them.
+Each family module fills a table of its own; the package's `IMPLS` joins the families
+listed at the bottom of this file (an `OpTable`: a missing entry is a `MissingFacetError`,
+an operator implemented twice an error at import).
 """
 
 from __future__ import annotations
@@ -38,54 +39,18 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 from ....lang.attrs import Attrs
-from ....lang.op import Op, lookup_op
-from ..values import MissingImplementationError, Value
+from ....lang.op import Op
+from ....lang.optable import OpTable
+from ..values import Value
 
 Impl: TypeAlias = Callable[[list[Value], Attrs | None], Value]
 """The signature of a reference implementation."""
 
-IMPLS: dict[Op, Impl] = {}
-"""The reference implementation of each operator, keyed by the `Op` object."""
-
-
-def register_implementation(op: Op | str, impl: Impl) -> Impl:
-    """Make `impl` the reference implementation of `op`; registering an operator twice is a
-    `ValueError` (so two modules cannot silently fight over one operator)."""
-    if isinstance(op, str):
-        found = lookup_op(op)
-        if found is None:
-            raise ValueError(f"no operator `{op}` is declared; cannot implement it")
-        op = found
-    if op in IMPLS:
-        raise ValueError(f"operator `{op.name}` already has a reference implementation")
-    IMPLS[op] = impl
-    return impl
-
-
-def implementation(*names: str, if_declared: bool = False) -> Callable[[Impl], Impl]:
-    """Decorator: register the function as the implementation of the operators `names`.
-
-    A name that is not a declared operator is an error, unless `if_declared`, in which
-    case it is skipped. The function is returned unchanged (it can be called directly).
-    """
-
-    def register(impl: Impl) -> Impl:
-        for name in names:
-            if if_declared and lookup_op(name) is None:
-                continue
-            register_implementation(name, impl)
-        return impl
-
-    return register
-
 
 def implementation_for(op: Op) -> Impl:
-    """The reference implementation of `op`; `MissingImplementationError` naming the operator
-    and the missing facet if it has none."""
-    impl = IMPLS.get(op)
-    if impl is None:
-        raise MissingImplementationError(f"operator `{op.name}` has no reference implementation")
-    return impl
+    """The reference implementation of `op`; `MissingFacetError` naming the operator and the
+    missing facet if it has none."""
+    return IMPLS.lookup(op)
 
 
 def has_implementation(op: Op) -> bool:
@@ -93,7 +58,8 @@ def has_implementation(op: Op) -> bool:
     return op in IMPLS
 
 
-from . import (  # noqa: E402, F401  (each module registers its implementations)
+# The families, each with its own table; `IMPLS` joins them (an operator in two is an error).
+from . import (  # noqa: E402
     algorithm,
     annotation,
     conv,
@@ -105,3 +71,20 @@ from . import (  # noqa: E402, F401  (each module registers its implementations)
     reduce,
     transform,
 )
+
+IMPLS: OpTable[Impl] = OpTable.merge(
+    "reference implementation",
+    [
+        algorithm.IMPLS,
+        annotation.IMPLS,
+        conv.IMPLS,
+        elementwise.IMPLS,
+        image.IMPLS,
+        index.IMPLS,
+        nn.IMPLS,
+        pool.IMPLS,
+        reduce.IMPLS,
+        transform.IMPLS,
+    ],
+)
+"""The reference implementation of each operator, keyed by the `Op` object."""

@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.optable import OpTable
 from ..values import EvalError, Value
-from . import implementation
+from . import Impl
 from .transform import (
     as_tensor,
     dtype_or,
@@ -25,6 +26,9 @@ from .transform import (
     tuple_arg,
     wide_dtype,
 )
+
+IMPLS: OpTable[Impl] = OpTable("reference implementation")
+"""The reference implementations of this family (`op_impls.IMPLS` joins them)."""
 
 Array = np.ndarray
 
@@ -51,21 +55,21 @@ def _sorted(name: str, args: list[Value], attrs: Attrs | None) -> tuple[Array, A
     return x, order, a
 
 
-@implementation("argsort")
+@IMPLS.register("argsort")
 def argsort(args: list[Value], attrs: Attrs | None) -> Array:
     """Indices that sort the data along `axis` (stable), of `dtype` (null: int32)."""
     _, order, a = _sorted("argsort", args, attrs)
     return as_tensor(order, dtype_or(a.dtype, np.dtype(np.int32)))
 
 
-@implementation("sort")
+@IMPLS.register("sort")
 def sort(args: list[Value], attrs: Attrs | None) -> Array:
     """The data sorted along `axis` (stable)."""
     x, order, a = _sorted("sort", args, attrs)
     return np.take_along_axis(x, order, axis=normalize_axis("sort", a.axis, x.ndim))
 
 
-@implementation("topk")
+@IMPLS.register("topk")
 def topk(args: list[Value], attrs: Attrs | None) -> Array | tuple:
     """The k largest (or smallest, `is_ascend`) along `axis`, by `ret_type`."""
     x, order, a = _sorted("topk", args, attrs)
@@ -103,14 +107,14 @@ def _scan(name: str, ufunc: np.ufunc, identity: int) -> None:
 
     impl.__name__ = name
     impl.__doc__ = f"TVM's `{name}` along `axis` (null: flattened), optionally exclusive."
-    implementation(name)(impl)
+    IMPLS.register(name)(impl)
 
 
 _scan("cumsum", np.add, 0)
 _scan("cumprod", np.multiply, 1)
 
 
-@implementation("einsum")
+@IMPLS.register("einsum")
 def einsum(args: list[Value], attrs: Attrs | None) -> Array:
     """Einstein summation of a tuple of tensors by `equation`."""
     arrays = tuple_arg("einsum", args[0])

@@ -7,11 +7,15 @@ All are identities at run time: they return their argument (a tensor or a tuple)
 from __future__ import annotations
 
 from ....lang.attrs import Attrs
+from ....lang.optable import OpTable
 from ..values import Value
-from . import implementation
+from . import Impl
+
+IMPLS: OpTable[Impl] = OpTable("reference implementation")
+"""The reference implementations of this family (`op_impls.IMPLS` joins them)."""
 
 
-@implementation(
+@IMPLS.register(
     "annotation.stop_fusion",
     "annotation.checkpoint",
     "on_device",

@@ -1,7 +1,8 @@
 """Reference implementations of convolutions, with TVM semantics (relay `convolution.cc`).
 
 * `padding` has 1 value (every side), one per spatial axis (both sides) or two per
-  spatial axis (all befores, then all afters: `[top, left, bottom, right]` in 2-D).
+  spatial axis (all befores, then all afters: `[top, left, bottom, right]` in 2-D), read
+  by `lang/opdefs/semantics` (`pad_pairs`); negative padding is an error here.
 * Inputs are first cast to `out_dtype` (null: the data's dtype), then multiplied and
   summed exactly (int64 or float64) and cast to `out_dtype` once: int8 inputs with an
   int32 `out_dtype` accumulate exactly, wrapping modulo 2**32 like TVM's int32 sums.
@@ -14,7 +15,7 @@
   and produce `(in - 1) * stride - pad_before - pad_after + dilation * (k - 1) + 1 +
   output_padding` outputs per spatial axis.
 * Winograd: `contrib_conv2d_winograd_weight_transform` computes `G g G^T` with TVM's
-  Cook-Toom matrix G (TVM's interpolation points, G rounded to the weight's dtype), giving
+  Cook-Toom matrix G (`semantics.winograd_g`, rounded to the weight's dtype), giving
   an `(alpha, alpha, CO, CI)` tensor; the convolution without weight transform computes
   exactly the conv2d whose weight that transform came from (it recovers the weight by
   least squares), accepting the transformed weight as `(alpha, alpha, CO, CI)` or, when
@@ -29,33 +30,33 @@ from collections.abc import Sequence
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.opdefs import semantics
+from ....lang.optable import OpTable
 from ..values import EvalError, Value
-from . import implementation
+from . import Impl
 from .transform import (
     as_tensor,
     convert_layout,
     dtype_or,
     need_attrs,
     parse_layout,
+    semantic_errors,
     tensor_args,
     wide_dtype,
 )
+
+IMPLS: OpTable[Impl] = OpTable("reference implementation")
+"""The reference implementations of this family (`op_impls.IMPLS` joins them)."""
 
 Array = np.ndarray
 Pads = list[tuple[int, int]]
 
 
 def pad_pairs(name: str, padding: Sequence[int], ndim: int) -> Pads:
-    """TVM's padding attribute as (before, after) pairs, one per spatial axis."""
-    pads = [int(p) for p in padding]
-    if len(pads) == 1:
-        pairs = [(pads[0], pads[0])] * ndim
-    elif len(pads) == ndim:
-        pairs = [(p, p) for p in pads]
-    elif len(pads) == 2 * ndim:
-        pairs = list(zip(pads[:ndim], pads[ndim:]))
-    else:
-        raise EvalError(f"operator `{name}`: padding needs 1, {ndim} or {2 * ndim} values")
+    """TVM's padding attribute as (before, after) pairs, one per spatial axis
+    (`semantics.pad_pairs`); negative padding is an `EvalError` too."""
+    with semantic_errors(name):
+        pairs = semantics.pad_pairs(padding, ndim)
     if any(b < 0 or a < 0 for b, a in pairs):
         raise EvalError(f"operator `{name}`: negative padding")
     return pairs
@@ -199,7 +200,7 @@ def _register_conv(name: str, ndim: int) -> None:
 
     impl.__name__ = name.replace(".", "_")
     impl.__doc__ = f"TVM's `{name}`."
-    implementation(name)(impl)
+    IMPLS.register(name)(impl)
 
 
 for _name, _ndim in [
@@ -237,13 +238,13 @@ def _conv_transpose(name: str, ndim: int, args: list[Value], attrs: Attrs | None
     return convert_layout(out, canonical_layout(out_layout, "NC"), out_layout)
 
 
-@implementation("nn.conv1d_transpose")
+@IMPLS.register("nn.conv1d_transpose")
 def conv1d_transpose(args: list[Value], attrs: Attrs | None) -> Array:
     """TVM's `nn.conv1d_transpose` (weight IOW)."""
     return _conv_transpose("nn.conv1d_transpose", 1, args, attrs)
 
 
-@implementation("nn.conv2d_transpose")
+@IMPLS.register("nn.conv2d_transpose")
 def conv2d_transpose(args: list[Value], attrs: Attrs | None) -> Array:
     """TVM's `nn.conv2d_transpose` (weight IOHW)."""
     return _conv_transpose("nn.conv2d_transpose", 2, args, attrs)
@@ -251,43 +252,14 @@ def conv2d_transpose(args: list[Value], attrs: Attrs | None) -> Array:
 
 # ------------------------------------------------------------------------------ winograd
 
-# TVM's interpolation points for Cook-Toom, by degree = tile_size + kernel_size - 2
-# (Barabasz et al., "Error analysis ... of Winograd convolution", as tabulated by TVM).
-_H, _Q, _T = 1 / 2, 1 / 4, 1 / 3
-_BASE = [0.0, -1.0, 1.0, _H]
-_POINTS: dict[int, list[float]] = {
-    3: [0.0, -1.0, 1.0],
-    4: _BASE,
-    5: [*_BASE, -2.0],
-    6: [*_BASE, -2.0, -_H],
-    7: [*_BASE, -_H, 2.0, -2.0],
-    8: [*_BASE, -_H, 2.0, -2.0, -_Q],
-    9: [*_BASE, -_H, 2.0, -2.0, -_Q, 4.0],
-    10: [*_BASE, -_H, 2.0, -2.0, -_Q, 3 * _Q, -4 * _T],
-    11: [*_BASE, -_H, 2.0, -2.0, -_Q, 4.0, 3 * _Q, -4 * _T],
-    12: [*_BASE, -_H, 2.0, -2.0, -_Q, 4.0, 3 * _Q, -4 * _T, _Q],
-    13: [*_BASE, -_H, 2.0, -2.0, -_Q, 4.0, _Q, -3 * _Q, 4 * _T, -4.0],
-}
-
 
 def winograd_g(tile_size: int, kernel_size: int) -> Array:
-    """TVM's Winograd weight-transform matrix G, `(alpha, kernel_size)`, in float64."""
-    if not 1 < tile_size < 9 or not 2 < kernel_size < 8:
-        raise EvalError(f"winograd: unsupported tile size {tile_size} / kernel size {kernel_size}")
-    alpha = tile_size + kernel_size - 1
-    points = np.asarray(_POINTS[alpha - 1])
-    diffs = points[:, None] - points[None, :]
-    np.fill_diagonal(diffs, 1.0)
-    scale = np.prod(diffs, axis=1)
-    if scale[0] < 0:
-        scale[0] = -scale[0]
-    g = np.zeros((alpha, kernel_size))
-    g[:-1] = points[:, None] ** np.arange(kernel_size)[None, :] / scale[:, None]
-    g[-1, -1] = 1.0
-    return g
+    """TVM's Winograd weight-transform matrix G (`semantics.winograd_g`), float64."""
+    with semantic_errors():
+        return np.asarray(semantics.winograd_g(tile_size, kernel_size))
 
 
-@implementation("nn.contrib_conv2d_winograd_weight_transform")
+@IMPLS.register("nn.contrib_conv2d_winograd_weight_transform")
 def winograd_weight_transform(args: list[Value], attrs: Attrs | None) -> Array:
     """`U[e, n, co, ci] = sum G[e, h] G[n, w] weight[co, ci, h, w]` (weight OIHW, square)."""
     (weight,) = tensor_args("nn.contrib_conv2d_winograd_weight_transform", args)
@@ -299,7 +271,7 @@ def winograd_weight_transform(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(u, weight.dtype)
 
 
-@implementation("nn.contrib_conv2d_winograd_without_weight_transform")
+@IMPLS.register("nn.contrib_conv2d_winograd_without_weight_transform")
 def winograd_conv2d(args: list[Value], attrs: Attrs | None) -> Array:
     """The conv2d whose weight the (already transformed) Winograd weight came from."""
     name = "nn.contrib_conv2d_winograd_without_weight_transform"

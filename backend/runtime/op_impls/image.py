@@ -26,56 +26,37 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.opdefs import semantics
+from ....lang.opdefs.semantics import RESIZE_METHODS
+from ....lang.optable import OpTable
 from ..values import EvalError, Value
-from . import implementation
+from . import Impl
 from .conv import pad_pairs
 from .transform import (
     as_tensor,
     dtype_or,
     need_attrs,
+    semantic_errors,
     spatial_axes,
     tensor_args,
 )
 
+IMPLS: OpTable[Impl] = OpTable("reference implementation")
+"""The reference implementations of this family (`op_impls.IMPLS` joins them)."""
+
 Array = np.ndarray
 F32 = np.float32
-
-_METHODS = {
-    "nearest_neighbor": "nearest_neighbor",
-    "nearest": "nearest_neighbor",
-    "linear": "linear",
-    "bilinear": "linear",
-    "trilinear": "linear",
-    "cubic": "cubic",
-    "bicubic": "cubic",
-}
 
 
 def source_coordinates(
     out_index: Array, n_in: int, n_out: int, mode: str, start: float = 0.0, end: float = 0.0
 ) -> Array:
-    """TVM's `get_inx`: the float32 source coordinate of each output index."""
+    """TVM's `get_inx` (`semantics.source_coordinate`): the float32 source coordinate of
+    each output index."""
     x = np.asarray(out_index).astype(F32)
-    scale = F32(n_in) / F32(n_out)
-    half = F32(0.5)
-    if mode == "half_pixel":
-        return (x + half) * scale - half
-    if mode == "align_corners":
-        if n_out == 1:
-            return np.zeros_like(x)
-        return F32(n_in - 1) / F32(n_out - 1) * x
-    if mode == "asymmetric":
-        return scale * x
-    if mode == "pytorch_half_pixel":
-        return (x + half) * scale - half if n_out > 1 else np.zeros_like(x)
-    if mode == "tf_half_pixel_for_nn":
-        return (x + half) * scale
-    if mode == "tf_crop_and_resize":
-        s, e = F32(start), F32(end)
-        if n_out > 1:
-            return s * F32(n_in - 1) + x * (e - s) * F32(n_in - 1) / F32(n_out - 1)
-        return np.full_like(x, half * (s + e) * F32(n_in - 1))
-    raise EvalError(f"resize: unknown coordinate_transformation_mode `{mode}`")
+    with semantic_errors():
+        coord = semantics.source_coordinate(x, n_in, n_out, mode, F32, start, end)
+    return coord if isinstance(coord, np.ndarray) else np.full_like(x, coord)
 
 
 def _round_half_away(v: Array) -> Array:
@@ -174,11 +155,8 @@ def resize(
     int_div: bool = False,
 ) -> Array:
     """TVM's resize of the spatial `axes` of `x` to `sizes` (see the module docstring)."""
-    if method not in _METHODS:
-        raise EvalError(f"resize: unknown method `{method}`")
-    method = _METHODS[method]
-    if method == "nearest_neighbor" and not rounding:
-        rounding = "round" if mode == "align_corners" else "floor"
+    with semantic_errors():
+        method, rounding = semantics.resize_method(method, mode, rounding)
     k = len(axes)
     roi = list(roi) if roi else [0.0] * (2 * k)
     if len(roi) != 2 * k:
@@ -235,14 +213,14 @@ def _register_resize(ndim: int) -> None:
 
     impl.__name__ = f"resize{ndim}d"
     impl.__doc__ = f"TVM's `{name}`."
-    implementation(name)(impl)
+    IMPLS.register(name)(impl)
 
 
 for _ndim in (1, 2, 3):
     _register_resize(_ndim)
 
 
-@implementation("image.crop_and_resize")
+@IMPLS.register("image.crop_and_resize")
 def crop_and_resize(args: list[Value], attrs: Attrs | None) -> Array:
     """Crop each box from image `box_indices[b]` and resize it to `crop_size`."""
     data, boxes, box_indices = tensor_args("image.crop_and_resize", args)
@@ -254,7 +232,7 @@ def crop_and_resize(args: list[Value], attrs: Attrs | None) -> Array:
         raise EvalError("crop_and_resize: boxes (B, 4) and box_indices (B,) expected")
     if a.crop_size is None or len(a.crop_size) != 2:
         raise EvalError("crop_and_resize needs a static crop_size of 2 values")
-    method = _METHODS.get(a.method)
+    method = RESIZE_METHODS.get(a.method)
     if method not in ("linear", "nearest_neighbor"):
         raise EvalError(f"crop_and_resize: unknown method `{a.method}`")
     index = box_indices.astype(np.int64)
@@ -284,7 +262,7 @@ def crop_and_resize(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(out, dtype_or(a.out_dtype, data.dtype))
 
 
-@implementation("image.dilation2d")
+@IMPLS.register("image.dilation2d")
 def dilation2d(args: list[Value], attrs: Attrs | None) -> Array:
     """Morphological dilation: max over each window of `data + weight` (zero padding)."""
     data, weight = tensor_args("image.dilation2d", args)
@@ -322,7 +300,7 @@ def dilation2d(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(np.ascontiguousarray(result), out_dtype)
 
 
-@implementation("image.affine_grid")
+@IMPLS.register("image.affine_grid")
 def affine_grid(args: list[Value], attrs: Attrs | None) -> Array:
     """`out[n, d, i, j] = data[n, d] . (x_j, y_i, 1)` over a [-1, 1] grid of target_shape."""
     (data,) = tensor_args("image.affine_grid", args)
@@ -371,7 +349,7 @@ def _gather_zero(data_last: Array, batch: Array, index: list[Array], sizes: list
     return np.where(valid[..., None], values, 0.0)
 
 
-@implementation("image.grid_sample")
+@IMPLS.register("image.grid_sample")
 def grid_sample(args: list[Value], attrs: Attrs | None) -> Array:
     """Sample data at the normalized coordinates of `grid` (x, y[, z] on axis 1)."""
     data, grid = tensor_args("image.grid_sample", args)

@@ -23,8 +23,9 @@ import math
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.optable import OpTable
 from ..values import EvalError, Value
-from . import implementation
+from . import Impl
 from .transform import (
     as_tensor,
     dtype_or,
@@ -34,6 +35,9 @@ from .transform import (
     tensor_args,
     trunc_div,
 )
+
+IMPLS: OpTable[Impl] = OpTable("reference implementation")
+"""The reference implementations of this family (`op_impls.IMPLS` joins them)."""
 
 Array = np.ndarray
 
@@ -66,7 +70,7 @@ def _mode_indices(name: str, idx: Array, n: int, mode: str) -> Array:
     raise EvalError(f"operator `{name}`: unknown mode `{mode}`")
 
 
-@implementation("take")
+@IMPLS.register("take")
 def take(args: list[Value], attrs: Attrs | None) -> Array:
     """Elements of data at `indices` along `axis` (null: of the flattened data)."""
     data, raw = tensor_args("take", args)
@@ -97,7 +101,7 @@ def take(args: list[Value], attrs: Attrs | None) -> Array:
     return out.reshape(data.shape[:axis] + idx.shape[b:] + rest)
 
 
-@implementation("gather")
+@IMPLS.register("gather")
 def gather(args: list[Value], attrs: Attrs | None) -> Array:
     """`out[i..] = data[i.., indices[i..] at axis, ..]`; indices have the rank of data."""
     data, raw = tensor_args("gather", args)
@@ -116,7 +120,7 @@ def gather(args: list[Value], attrs: Attrs | None) -> Array:
     return data[tuple(grid)]
 
 
-@implementation("gather_nd")
+@IMPLS.register("gather_nd")
 def gather_nd(args: list[Value], attrs: Attrs | None) -> Array:
     """Gather slices of data addressed by the first axis of `indices` (after `batch_dims`)."""
     data, raw = tensor_args("gather_nd", args)
@@ -139,7 +143,7 @@ def gather_nd(args: list[Value], attrs: Attrs | None) -> Array:
     return np.asarray(data[tuple(batch + [idx[j] for j in range(m)])])  # rank 0 stays an array
 
 
-@implementation("scatter_elements")
+@IMPLS.register("scatter_elements")
 def scatter_elements(args: list[Value], attrs: Attrs | None) -> Array:
     """A copy of data with updates written (or combined by `reduction`) at indices."""
     data, raw, updates = tensor_args("scatter_elements", args)
@@ -185,7 +189,7 @@ def scatter_elements(args: list[Value], attrs: Attrs | None) -> Array:
     return out
 
 
-@implementation("one_hot")
+@IMPLS.register("one_hot")
 def one_hot(args: list[Value], attrs: Attrs | None) -> Array:
     """`on_value` where the new `axis` equals the index, `off_value` elsewhere."""
     raw, on, off = tensor_args("one_hot", args)
@@ -198,7 +202,7 @@ def one_hot(args: list[Value], attrs: Attrs | None) -> Array:
     return np.ascontiguousarray(np.moveaxis(out, -1, axis)).astype(dtype, copy=False)
 
 
-@implementation("sparse_to_dense")
+@IMPLS.register("sparse_to_dense")
 def sparse_to_dense(args: list[Value], attrs: Attrs | None) -> Array:
     """A dense `output_shape` tensor: default_value, with sparse_values at sparse_indices."""
     raw, values, default = tensor_args("sparse_to_dense", args)
@@ -220,7 +224,7 @@ def sparse_to_dense(args: list[Value], attrs: Attrs | None) -> Array:
     return out
 
 
-@implementation("adv_index")
+@IMPLS.register("adv_index")
 def adv_index(args: list[Value], attrs: Attrs | None) -> Array:
     """Numpy advanced indexing of inputs[0] by the broadcast index tensors inputs[1:]."""
     items = args[0]
@@ -238,7 +242,7 @@ def adv_index(args: list[Value], attrs: Attrs | None) -> Array:
         raise EvalError(f"adv_index: {exc}") from None
 
 
-@implementation("unravel_index")
+@IMPLS.register("unravel_index")
 def unravel_index(args: list[Value], attrs: Attrs | None) -> Array:
     """Coordinates of flat `indices` in `shape` (each taken modulo its dimension)."""
     raw, shape = tensor_args("unravel_index", args)
@@ -255,7 +259,7 @@ def unravel_index(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(np.stack(coords[::-1]), raw.dtype)
 
 
-@implementation("matrix_set_diag")
+@IMPLS.register("matrix_set_diag")
 def matrix_set_diag(args: list[Value], attrs: Attrs | None) -> Array:
     """Replace diagonals k1..k2 of the innermost matrices by `diagonal`."""
     x, diag = tensor_args("matrix_set_diag", args)
@@ -297,7 +301,7 @@ def matrix_set_diag(args: list[Value], attrs: Attrs | None) -> Array:
     return np.where(inside, picked, x).astype(x.dtype, copy=False)
 
 
-@implementation("sequence_mask")
+@IMPLS.register("sequence_mask")
 def sequence_mask(args: list[Value], attrs: Attrs | None) -> Array:
     """Elements at time >= valid_length[batch] become `mask_value`."""
     x, length = tensor_args("sequence_mask", args)

@@ -31,8 +31,9 @@ import math
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.optable import OpTable
 from ..values import EvalError, Value
-from . import implementation
+from . import Impl
 from .image import resize
 from .transform import (
     as_tensor,
@@ -44,6 +45,9 @@ from .transform import (
     tensor_args,
     wide_dtype,
 )
+
+IMPLS: OpTable[Impl] = OpTable("reference implementation")
+"""The reference implementations of this family (`op_impls.IMPLS` joins them)."""
 
 Array = np.ndarray
 
@@ -67,7 +71,7 @@ def _dense(data: Array, weight: Array, out_dtype: np.dtype) -> Array:
     return as_tensor(result, out_dtype)
 
 
-@implementation("nn.dense")
+@IMPLS.register("nn.dense")
 def dense(args: list[Value], attrs: Attrs | None) -> Array:
     """`data @ weight.T` with weight `(units, k)`."""
     data, weight = tensor_args("nn.dense", args)
@@ -75,7 +79,7 @@ def dense(args: list[Value], attrs: Attrs | None) -> Array:
     return _dense(data, weight, dtype_or(a.out_dtype, data.dtype))
 
 
-@implementation("nn.contrib_dense_pack")
+@IMPLS.register("nn.contrib_dense_pack")
 def dense_pack(args: list[Value], attrs: Attrs | None) -> Array:
     """Dense with a packed weight: `weight_layout` `NC8n` is `(units / 8, k, 8)`."""
     data, weight = tensor_args("nn.contrib_dense_pack", args)
@@ -84,7 +88,7 @@ def dense_pack(args: list[Value], attrs: Attrs | None) -> Array:
     return _dense(data, unpacked, dtype_or(a.out_dtype, data.dtype))
 
 
-@implementation("nn.matmul")
+@IMPLS.register("nn.matmul")
 def matmul(args: list[Value], attrs: Attrs | None) -> Array:
     """`op(a) @ op(b)`, op a transpose of the last two axes when asked; b is 2-D."""
     ta, tb = tensor_args("nn.matmul", args)
@@ -99,7 +103,7 @@ def matmul(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(np.matmul(_exact(lhs, out_dtype), _exact(rhs, out_dtype)), out_dtype)
 
 
-@implementation("nn.batch_matmul")
+@IMPLS.register("nn.batch_matmul")
 def batch_matmul(args: list[Value], attrs: Attrs | None) -> Array:
     """Batched `op(a) @ op(b)` of 3-D tensors; a batch of 1 broadcasts."""
     ta, tb = tensor_args("nn.batch_matmul", args)
@@ -130,7 +134,7 @@ def _channel_vector(name: str, v: Array, x: Array, axis: int) -> Array:
     return _along(v, axis, x.ndim)
 
 
-@implementation("nn.bias_add")
+@IMPLS.register("nn.bias_add")
 def bias_add(args: list[Value], attrs: Attrs | None) -> Array:
     """Add a 1-D bias along `axis`."""
     x, bias = tensor_args("nn.bias_add", args)
@@ -140,7 +144,7 @@ def bias_add(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(x + _channel_vector("nn.bias_add", bias, x, axis), x.dtype)
 
 
-@implementation("nn.prelu")
+@IMPLS.register("nn.prelu")
 def prelu(args: list[Value], attrs: Attrs | None) -> Array:
     """`x > 0 ? x : alpha[c] * x` with a per-channel alpha along `axis`."""
     x, alpha = tensor_args("nn.prelu", args)
@@ -156,7 +160,7 @@ def _shifted(name: str, args: list[Value], attrs: Attrs | None) -> tuple[Array, 
     return x, v - np.max(v, axis=axis, keepdims=True), axis
 
 
-@implementation("nn.softmax", "nn.fast_softmax")
+@IMPLS.register("nn.softmax", "nn.fast_softmax")
 def softmax(args: list[Value], attrs: Attrs | None) -> Array:
     """`exp(x - max) / sum(exp(x - max))` along `axis`."""
     x, shifted, axis = _shifted("nn.softmax", args, attrs)
@@ -164,7 +168,7 @@ def softmax(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(e / np.sum(e, axis=axis, keepdims=True), x.dtype)
 
 
-@implementation("nn.log_softmax")
+@IMPLS.register("nn.log_softmax")
 def log_softmax(args: list[Value], attrs: Attrs | None) -> Array:
     """`x - max - log(sum(exp(x - max)))` along `axis`."""
     x, shifted, axis = _shifted("nn.log_softmax", args, attrs)
@@ -189,7 +193,7 @@ def _normalize(v: Array, axes: tuple[int, ...], epsilon: float) -> Array:
     return (v - mean) / np.sqrt(var + epsilon)
 
 
-@implementation("nn.batch_norm")
+@IMPLS.register("nn.batch_norm")
 def batch_norm(args: list[Value], attrs: Attrs | None) -> tuple:
     """Inference batch norm with the moving statistics: `(out, moving_mean, moving_var)`."""
     x, gamma, beta, mean, var = tensor_args("nn.batch_norm", args)
@@ -202,7 +206,7 @@ def batch_norm(args: list[Value], attrs: Attrs | None) -> tuple:
     return (as_tensor(out, x.dtype), mean.copy(), var.copy())
 
 
-@implementation("nn.layer_norm")
+@IMPLS.register("nn.layer_norm")
 def layer_norm(args: list[Value], attrs: Attrs | None) -> Array:
     """Normalize over `axis`, then scale by gamma and shift by beta (along `axis`)."""
     x, gamma, beta = tensor_args("nn.layer_norm", args)
@@ -212,7 +216,7 @@ def layer_norm(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(_affine(out, gamma, beta, a, axis, "nn.layer_norm"), x.dtype)
 
 
-@implementation("nn.instance_norm")
+@IMPLS.register("nn.instance_norm")
 def instance_norm(args: list[Value], attrs: Attrs | None) -> Array:
     """Normalize each (batch, channel) over the other axes, then scale and shift."""
     x, gamma, beta = tensor_args("nn.instance_norm", args)
@@ -223,7 +227,7 @@ def instance_norm(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(_affine(out, gamma, beta, a, axis, "nn.instance_norm"), x.dtype)
 
 
-@implementation("nn.group_norm")
+@IMPLS.register("nn.group_norm")
 def group_norm(args: list[Value], attrs: Attrs | None) -> Array:
     """Normalize over groups of `num_groups` channels (and the other non-batch axes)."""
     x, gamma, beta = tensor_args("nn.group_norm", args)
@@ -238,7 +242,7 @@ def group_norm(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(_affine(out, gamma, beta, a, axis, "nn.group_norm"), x.dtype)
 
 
-@implementation("nn.l2_normalize")
+@IMPLS.register("nn.l2_normalize")
 def l2_normalize(args: list[Value], attrs: Attrs | None) -> Array:
     """`x / sqrt(max(sum(x**2 over axis), eps))`."""
     (x,) = tensor_args("nn.l2_normalize", args)
@@ -249,14 +253,14 @@ def l2_normalize(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(v / np.sqrt(np.maximum(total, a.eps)), x.dtype)
 
 
-@implementation("nn.dropout")
+@IMPLS.register("nn.dropout")
 def dropout(args: list[Value], attrs: Attrs | None) -> tuple:
     """Inference dropout: `(data, mask of ones)`."""
     (x,) = tensor_args("nn.dropout", args)
     return (x.copy(), np.ones_like(x))
 
 
-@implementation("nn.lrn")
+@IMPLS.register("nn.lrn")
 def lrn(args: list[Value], attrs: Attrs | None) -> Array:
     """Local response normalization across `size` neighbours along `axis`."""
     (x,) = tensor_args("nn.lrn", args)
@@ -276,7 +280,7 @@ def lrn(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(_f64(x) / scale, x.dtype)
 
 
-@implementation("nn.batch_flatten")
+@IMPLS.register("nn.batch_flatten")
 def batch_flatten(args: list[Value], attrs: Attrs | None) -> Array:
     """Flatten all but the first axis."""
     (x,) = tensor_args("nn.batch_flatten", args)
@@ -293,19 +297,19 @@ def _cross_entropy(name: str, args: list[Value], log: bool) -> Array:
     return as_tensor(-np.sum(v * _f64(y)) / x.shape[0], x.dtype)
 
 
-@implementation("nn.cross_entropy")
+@IMPLS.register("nn.cross_entropy")
 def cross_entropy(args: list[Value], attrs: Attrs | None) -> Array:
     """`-sum(log(x) * y) / batch`."""
     return _cross_entropy("nn.cross_entropy", args, log=True)
 
 
-@implementation("nn.cross_entropy_with_logits")
+@IMPLS.register("nn.cross_entropy_with_logits")
 def cross_entropy_with_logits(args: list[Value], attrs: Attrs | None) -> Array:
     """`-sum(x * y) / batch` (x holds log-probabilities)."""
     return _cross_entropy("nn.cross_entropy_with_logits", args, log=False)
 
 
-@implementation("nn.fifo_buffer")
+@IMPLS.register("nn.fifo_buffer")
 def fifo_buffer(args: list[Value], attrs: Attrs | None) -> Array:
     """`concatenate(buffer, data)` along `axis`, keeping the last `buffer.shape[axis]`."""
     data, buffer = tensor_args("nn.fifo_buffer", args)
@@ -329,7 +333,7 @@ def _pad_width(name: str, pad_width: object, ndim: int) -> list[tuple[int, int]]
     return [(p[0], p[1]) for p in pairs]
 
 
-@implementation("nn.pad")
+@IMPLS.register("nn.pad")
 def pad(args: list[Value], attrs: Attrs | None) -> Array:
     """Pad each axis by [before, after]: with pad_value, the edge, or a reflection."""
     x, value = tensor_args("nn.pad", args)
@@ -348,7 +352,7 @@ def pad(args: list[Value], attrs: Attrs | None) -> Array:
     raise EvalError(f"nn.pad: unknown pad_mode `{a.pad_mode}`")
 
 
-@implementation("nn.mirror_pad")
+@IMPLS.register("nn.mirror_pad")
 def mirror_pad(args: list[Value], attrs: Attrs | None) -> Array:
     """Pad by reflection: SYMMETRIC repeats the edge, REFLECT does not."""
     (x,) = tensor_args("nn.mirror_pad", args)
@@ -372,7 +376,7 @@ def _scaled_size(size: int, scale: float) -> int:
     return round(size * scale)
 
 
-@implementation("nn.upsampling")
+@IMPLS.register("nn.upsampling")
 def upsampling(args: list[Value], attrs: Attrs | None) -> Array:
     """Resize H and W by `scale_h`, `scale_w` (TVM's topi `upsampling`)."""
     (x,) = tensor_args("nn.upsampling", args)
@@ -388,7 +392,7 @@ def upsampling(args: list[Value], attrs: Attrs | None) -> Array:
     return resize(x, axes, sizes, method=a.method, mode=mode, int_div=True)
 
 
-@implementation("nn.upsampling3d")
+@IMPLS.register("nn.upsampling3d")
 def upsampling3d(args: list[Value], attrs: Attrs | None) -> Array:
     """Resize D, H and W by `scale_d`, `scale_h`, `scale_w`."""
     (x,) = tensor_args("nn.upsampling3d", args)
@@ -412,7 +416,7 @@ def _from_nchw(x: Array, layout: str) -> Array:
     return np.ascontiguousarray(x if layout == "NCHW" else x.transpose(0, 2, 3, 1))
 
 
-@implementation("nn.depth_to_space")
+@IMPLS.register("nn.depth_to_space")
 def depth_to_space(args: list[Value], attrs: Attrs | None) -> Array:
     """Move channel blocks into `block_size` x `block_size` spatial blocks (DCR or CRD)."""
     (data,) = tensor_args("nn.depth_to_space", args)
@@ -431,7 +435,7 @@ def depth_to_space(args: list[Value], attrs: Attrs | None) -> Array:
     return _from_nchw(y.reshape(n, c // (b * b), h * b, w * b), a.layout)
 
 
-@implementation("nn.space_to_depth")
+@IMPLS.register("nn.space_to_depth")
 def space_to_depth(args: list[Value], attrs: Attrs | None) -> Array:
     """Move `block_size` x `block_size` spatial blocks into channels (DCR or CRD)."""
     (data,) = tensor_args("nn.space_to_depth", args)

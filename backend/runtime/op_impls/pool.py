@@ -25,18 +25,22 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.opdefs.semantics import lowest
+from ....lang.optable import OpTable
 from ..values import EvalError, Value
-from . import implementation
+from . import Impl
 from .conv import pad_pairs
 from .transform import (
     as_tensor,
-    lowest,
     need_attrs,
     spatial_axes,
     tensor_args,
     trunc_div,
     wide_dtype,
 )
+
+IMPLS: OpTable[Impl] = OpTable("reference implementation")
+"""The reference implementations of this family (`op_impls.IMPLS` joins them)."""
 
 Array = np.ndarray
 
@@ -94,7 +98,7 @@ def pool_nd(
         pad_width[ax] = (before, after + e)
     acc: Array | None = None
     if kind == "max":
-        padded = np.pad(x, pad_width, constant_values=lowest(x.dtype))
+        padded = np.pad(x, pad_width, constant_values=lowest(x.dtype.name))
     else:
         padded = np.pad(x.astype(wide_dtype(x.dtype)), pad_width)
     for offset in np.ndindex(*kernel):
@@ -143,7 +147,7 @@ def _register_window_pool(kind: str, ndim: int) -> None:
 
     impl.__name__ = f"{kind}_pool{ndim}d"
     impl.__doc__ = f"TVM's `{name}`."
-    implementation(name)(impl)
+    IMPLS.register(name)(impl)
 
 
 for _kind in ("max", "avg"):
@@ -204,7 +208,7 @@ def _register_adaptive_pool(kind: str, ndim: int) -> None:
 
     impl.__name__ = f"adaptive_{kind}_pool{ndim}d"
     impl.__doc__ = f"TVM's `{name}`."
-    implementation(name)(impl)
+    IMPLS.register(name)(impl)
 
 
 for _kind in ("max", "avg"):
@@ -222,7 +226,7 @@ def _register_global_pool(kind: str) -> None:
 
     impl.__name__ = f"global_{kind}_pool2d"
     impl.__doc__ = f"TVM's `{name}`: the {kind} over all spatial positions."
-    implementation(name)(impl)
+    IMPLS.register(name)(impl)
 
 
 _register_global_pool("max")

@@ -25,30 +25,31 @@ from collections.abc import Callable
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.opdefs import semantics
+from ....lang.opdefs.semantics import highest, lowest
+from ....lang.optable import OpTable
 from ..values import EvalError, Value
-from . import implementation
+from . import Impl
 from .transform import (
     as_tensor,
-    highest,
-    lowest,
     need_attrs,
-    normalize_axis,
+    semantic_errors,
     tensor_args,
     trunc_div,
     wide_dtype,
 )
 
+IMPLS: OpTable[Impl] = OpTable("reference implementation")
+"""The reference implementations of this family (`op_impls.IMPLS` joins them)."""
+
 Array = np.ndarray
 
 
 def reduce_axes(name: str, ndim: int, axis: object, exclude: bool) -> tuple[int, ...]:
-    """The axes TVM reduces for `axis` (null or empty: all) and `exclude`, sorted."""
-    if not axis:
-        return tuple(range(ndim))
-    listed = sorted({normalize_axis(name, int(ax), ndim) for ax in axis})  # type: ignore[attr-defined]
-    if exclude:
-        return tuple(i for i in range(ndim) if i not in listed)
-    return tuple(listed)
+    """The axes TVM reduces for `axis` (null or empty: all) and `exclude`, sorted
+    (`semantics.reduce_axes`); `EvalError` naming `name` for a bad axis."""
+    with semantic_errors(name):
+        return semantics.reduce_axes(ndim, axis, exclude)  # type: ignore[arg-type]
 
 
 def _plan(name: str, args: list[Value], attrs: Attrs | None) -> tuple[Array, tuple, bool]:
@@ -72,7 +73,7 @@ def _register(name: str, reducer: Reducer) -> None:
 
     impl.__name__ = name
     impl.__doc__ = f"TVM's `{name}` reduction."
-    implementation(name)(impl)
+    IMPLS.register(name)(impl)
 
 
 def _sum(x: Array, axes: tuple, keepdims: bool) -> object:
@@ -84,11 +85,11 @@ def _prod(x: Array, axes: tuple, keepdims: bool) -> object:
 
 
 def _max(x: Array, axes: tuple, keepdims: bool) -> object:
-    return np.max(x, axis=axes, keepdims=keepdims, initial=lowest(x.dtype))
+    return np.max(x, axis=axes, keepdims=keepdims, initial=lowest(x.dtype.name))
 
 
 def _min(x: Array, axes: tuple, keepdims: bool) -> object:
-    return np.min(x, axis=axes, keepdims=keepdims, initial=highest(x.dtype))
+    return np.min(x, axis=axes, keepdims=keepdims, initial=highest(x.dtype.name))
 
 
 def _all(x: Array, axes: tuple, keepdims: bool) -> object:
@@ -121,7 +122,7 @@ for _name, _fn in [
     _register(_name, _fn)
 
 
-@implementation("mean")
+@IMPLS.register("mean")
 def mean(args: list[Value], attrs: Attrs | None) -> Array:
     """The sum over the reduced axes divided by their element count, in the input dtype."""
     x, axes, keepdims = _plan("mean", args, attrs)
@@ -131,7 +132,7 @@ def mean(args: list[Value], attrs: Attrs | None) -> Array:
     return divide_by_count(np.asarray(_sum(x, axes, keepdims)), count, x.dtype)
 
 
-@implementation("variance")
+@IMPLS.register("variance")
 def variance(args: list[Value], attrs: Attrs | None) -> Array:
     """`sum((data - mean)**2) / (count - unbiased)` over the reduced axes."""
     x, m = tensor_args("variance", args)
@@ -174,7 +175,7 @@ def _arg_reduce(name: str, pick: Callable[[Array], Array]) -> None:
 
     impl.__name__ = name
     impl.__doc__ = f"TVM's `{name}`: int32 index of the extreme over the reduced axes."
-    implementation(name)(impl)
+    IMPLS.register(name)(impl)
 
 
 _arg_reduce("argmax", lambda flat: np.argmax(flat, axis=-1))

@@ -13,10 +13,10 @@ from typing import Any
 
 import attrs
 
+from ..arith import simplify
 from ..buffer import Buffer, flat_view
 from ..dtypes import lanes_of
 from ..expr import Broadcast, BufferLoad, Mul, PrimExpr, const
-from ..simplify import simplify
 from ..stmt import Allocate, BufferStore, PrimFunc
 from ..visitor import rewrite_expr
 

@@ -23,13 +23,12 @@ from typing import Any
 
 import attrs
 
-from ..analysis import const_int_bound, linear_form
+from ..arith import const_bool, const_int_bound, linear_form, simplify
 from ..dtypes import INDEX_DTYPE, is_int
 from ..expr import GE, GT, LE, LT, And, Call, IntImm, PrimExpr, Range, Sub, Var
-from ..simplify import const_bool, simplify, simplify_stmt
 from ..stmt import For, LetStmt, PrimFunc, Stmt
-from ..visitor import sub_expressions
-from .walk import StmtMutator, fresh_binders, make_seq, substitute
+from ..visitor import StmtMutator, fresh_binders, make_seq, sub_expressions, substitute
+from .simplify import simplify_stmt
 
 Interval = tuple[float, float]
 

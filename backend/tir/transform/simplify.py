@@ -8,11 +8,10 @@ from typing import Any
 
 import attrs
 
-from ..analysis import VarRanges, const_int_bound
+from ..arith import VarRanges, const_bool, const_int_bound
+from ..arith import simplify as simplify_expr
 from ..dtypes import INDEX_DTYPE, is_int, is_uint, lanes_of
 from ..expr import GE, GT, LE, LT, And, Call, FloatImm, IntImm, Not, Or, PrimExpr, Range, Var
-from ..simplify import const_bool
-from ..simplify import simplify as simplify_expr
 from ..stmt import (
     Allocate,
     BufferStore,
@@ -24,7 +23,7 @@ from ..stmt import (
     SeqStmt,
     Stmt,
 )
-from .walk import NOOP, StmtMutator, is_noop, make_seq, replace_buffers, substitute
+from ..visitor import NOOP, StmtMutator, is_noop, make_seq, replace_buffers, substitute
 
 
 def _int_value(e: PrimExpr) -> int | None:
@@ -179,16 +178,18 @@ def _evolve(s: Any, **changes: Any) -> Any:
     return attrs.evolve(s, **changes)
 
 
-def simplify_body(stmt: Stmt, var_ranges: VarRanges | None = None) -> Stmt:
-    """`stmt` simplified (this is `tir.simplify.simplify_stmt`)."""
+def simplify_stmt(stmt: Stmt, var_ranges: VarRanges | None = None) -> Stmt:
+    """`stmt` with every expression simplified under the enclosing loops' ranges (and the
+    facts of enclosing `if`s about single variables), loops of extent 1 replaced by their
+    body, loops of extent <= 0 and decided conditions removed, sequences flattened."""
     return _StmtSimplifier(var_ranges).visit(stmt)
 
 
 def simplify(func: PrimFunc) -> PrimFunc:
     """`func` with its body simplified (constant folding, index arithmetic, loops of extent
     one, decided conditions)."""
-    body = simplify_body(func.body)
+    body = simplify_stmt(func.body)
     return func if body is func.body else attrs.evolve(func, body=body)
 
 
-__all__ = ["simplify", "simplify_body"]
+__all__ = ["simplify", "simplify_stmt"]

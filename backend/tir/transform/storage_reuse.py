@@ -21,12 +21,11 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ..arith import simplify
 from ..buffer import Buffer
 from ..expr import BufferLoad, IntImm, Var
-from ..simplify import simplify
 from ..stmt import Allocate, BufferStore, PrimFunc, SeqStmt, Stmt
-from ..visitor import rewrite_expr, sub_expressions
-from .walk import StmtMutator
+from ..visitor import StmtMutator, rewrite_expr, sub_expressions
 
 BYTES_SAVED = "storage_reuse_bytes_saved"
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import attrs
 
+from ..arith import simplify
 from ..expr import Add, IntImm
-from ..simplify import simplify
 from ..stmt import For, ForKind, PrimFunc, Stmt
-from .walk import fresh_binders, make_seq, substitute
+from ..visitor import StmtMutator, fresh_binders, make_seq, substitute
 
 MAX_UNROLL = 64
 """The largest extent unrolled."""
@@ -35,7 +35,6 @@ def unroll_loop(loop: For) -> Stmt:
 
 def unroll(func: PrimFunc) -> PrimFunc:
     """`func` with every UNROLLED loop unrolled (innermost first)."""
-    from .walk import StmtMutator
 
     class Unroll(StmtMutator):
         def leave(self, s: Stmt, entered: Stmt) -> Stmt:

@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from ..analysis import prim_equal
+from ..arith import simplify
 from ..dtypes import is_float, lanes_of, with_lanes
 from ..expr import (
     And,
@@ -51,7 +52,6 @@ from ..expr import (
     StringImm,
     Var,
 )
-from ..simplify import simplify, simplify_stmt
 from ..stmt import (
     Allocate,
     BufferStore,
@@ -64,8 +64,8 @@ from ..stmt import (
     SeqStmt,
     Stmt,
 )
-from ..visitor import sub_expressions
-from .walk import StmtMutator
+from ..visitor import StmtMutator, sub_expressions
+from .simplify import simplify_stmt
 
 
 class _Fail(Exception):
