@@ -10,7 +10,7 @@ relative error), which is within a few percent of minimax.
 
 Error bounds, measured against float64 references (scipy/numpy) over 4 million random bit
 patterns covering all finite float32 values and dense sweeps of [-110, 110] and [-2, 2];
-tests/backend/test_codegen_fastmath.py checks them again on fewer points. "ulp" is the
+tests/backend/codegen/test_fastmath.py checks them again on fewer points. "ulp" is the
 spacing of float32 at the exact result; results below 2^-126 (denormal) are held to an
 absolute error of one denormal step, 2^-149.
 

@@ -29,7 +29,7 @@ from relay.lang.traversal import post_order
 from relay.lang.types import TensorType, TupleType, Type
 from relay.passes import PassContext, inline, standard_pipeline
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 MODELS = ["mlp", "lenet", "resnet18", "mobilenet_v2", "transformer_layer", "lstm", "treelstm"]
 
 

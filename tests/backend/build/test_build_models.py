@@ -11,7 +11,7 @@ import relay
 from relay import build
 from relay.backend.runtime import interpret
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIRST_ORDER_MODELS = ["mlp", "lenet", "resnet18", "mobilenet_v2", "transformer_layer"]
 
 
