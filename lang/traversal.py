@@ -257,12 +257,14 @@ class ExprMutator:
 
     def rebuilt(self, node: Expr) -> Expr:
         """`node` on the results of its children (`node` itself if none changed)."""
-        get = _CHILDREN.get(type(node))
+        cls = type(node)
+        get = _CHILDREN.get(cls)
         kids = get(node) if get is not None else children(node)
         if not kids:
             return node
         memo = self.memo
-        return with_children(node, [memo[id(k)] for k in kids])
+        rebuild = _REBUILD.get(cls) or _lookup(_REBUILD, node, "with_children")
+        return rebuild(node, [memo[id(k)] for k in kids])  # type: ignore[no-any-return]
 
     def rewritten(self, node: Expr) -> Expr:
         """The result of `node`, which must have been visited already."""

@@ -34,7 +34,7 @@ from collections.abc import Hashable
 from ..lang.expr import Call, Constant, Expr, Function, Let, Tuple, TupleGetItem
 from ..lang.module import IRModule
 from ..lang.op import Op
-from ..lang.traversal import children
+from ..lang.traversal import children, post_order
 from .context import PassContext
 from .fold_constant import NEVER_FOLDED
 from .pass_base import function_pass
@@ -42,18 +42,23 @@ from .pattern import RewriteContext, Rule, apply_rules, wildcard
 
 
 def _scopes(root: Expr) -> tuple[dict[int, int], set[int]]:
-    """For each node (by id), the id of the function whose body first reaches it; and the
-    ids of the values bound by `let`."""
-    scope: dict[int, int] = {}
+    """For each node (by id), the id of the function whose body first reaches it (empty
+    when `root` has no function literal: every node is then in scope 0); and the ids of
+    the values bound by `let`."""
     let_values: set[int] = set()
-    stack: list[tuple[Expr, int]] = [(root, 0)]
+    has_function = False
+    for node in post_order(root):
+        if isinstance(node, Let):
+            let_values.add(id(node.value))
+        elif isinstance(node, Function):
+            has_function = True
+    scope: dict[int, int] = {}
+    stack: list[tuple[Expr, int]] = [(root, 0)] if has_function else []
     while stack:
         node, owner = stack.pop()
         if id(node) in scope:
             continue
         scope[id(node)] = owner
-        if isinstance(node, Let):
-            let_values.add(id(node.value))
         inner = id(node) if isinstance(node, Function) else owner
         stack.extend((kid, inner) for kid in reversed(children(node)))
     return scope, let_values
@@ -90,7 +95,7 @@ def sharing_rule(root: Expr) -> Rule:
         if key is None:
             return None
         try:
-            seen = table.setdefault((scope[id(original)], key), node)
+            seen = table.setdefault((scope.get(id(original), 0), key), node)
         except TypeError:  # an attribute value that cannot be hashed
             return None
         return None if seen is node else seen

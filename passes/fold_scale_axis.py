@@ -96,10 +96,15 @@ def _readers(fn: Function) -> tuple[dict[int, int], dict[Var, Call]]:
     return readers, bound
 
 
-def _plan(fn: Function, mod: IRModule | None) -> tuple[dict[int, Constant], dict[int, Expr]]:
+Readers = tuple[dict[int, int], dict[Var, Call]]
+
+
+def _plan(
+    fn: Function, mod: IRModule | None, uses: Readers
+) -> tuple[dict[int, Constant], dict[int, Expr]]:
     """The folds to make: scale by call id, and the multiplies (by id) to replace by their
-    producer operand."""
-    readers, bound = _readers(fn)
+    producer operand. `uses` is `_readers(fn)`."""
+    readers, bound = uses
     scales: dict[int, Constant] = {}
     replaced: dict[int, Expr] = {}
     types: ModuleTypes | None = None
@@ -141,11 +146,11 @@ def _input_scale(consumer: Call, c: Constant) -> np.ndarray | None:
 
 
 def _plan_forward(
-    fn: Function, mod: IRModule | None, replaced: dict[int, Expr]
+    fn: Function, mod: IRModule | None, replaced: dict[int, Expr], uses: Readers
 ) -> dict[int, tuple[Expr, np.ndarray]]:
     """Convolutions and dense calls (by id) whose data is `multiply(x, c)` read only by
     them: the `x` to read instead and the factor for the weight."""
-    readers, bound = _readers(fn)
+    readers, bound = uses
     forward: dict[int, tuple[Expr, np.ndarray]] = {}
     types: ModuleTypes | None = None
     for node in post_order(fn):
@@ -174,8 +179,9 @@ def plan_rule(fn: Function, mod: IRModule | None = None) -> Rule | None:
     planned node, a backward fold replaces the multiply by its producer operand, a forward
     fold makes the convolution read `x` with a scaled weight, and a planned producer gets
     its weight scaled (in that order, so one node can take part in both directions)."""
-    scales, replaced = _plan(fn, mod)
-    forward = _plan_forward(fn, mod, replaced)
+    uses = _readers(fn)
+    scales, replaced = _plan(fn, mod, uses)
+    forward = _plan_forward(fn, mod, replaced, uses)
     if not scales and not forward:
         return None
 

@@ -36,7 +36,7 @@ becomes
 
 from __future__ import annotations
 
-from ..lang.expr import Call, Constant, Expr, Function, GlobalVar, Let, Var, const
+from ..lang.expr import Call, Constant, Expr, Function, GlobalVar, Let, TupleGetItem, Var, const
 from ..lang.module import IRModule
 from ..lang.op import Op, get_op
 from ..lang.traversal import post_order
@@ -142,17 +142,27 @@ def inference_rules(bound: dict[Var, Call]) -> RuleSet:
     """The rules of `simplify-inference`; `bound` maps the variables whose projections are
     expanded to the calls they are bound to (see `_let_bound`)."""
 
+    # types are those of the input (the driver runs with `retype=False`): the data's type
+    # is read from the node as it was (`ctx.original`), never from a rebuilt one
+
     def projection(value: Expr, ctx: RewriteContext) -> Expr | None:
-        call = bound.get(value) if isinstance(value, Var) else value
-        if not isinstance(call, Call) or not _is_call_of(call, _PROJECTED):
+        original = ctx.original
+        assert isinstance(original, TupleGetItem)
+        target = original.tuple_value
+        if isinstance(value, Var) and value in bound:
+            value = target = bound[value]
+        if not isinstance(value, Call) or not _is_call_of(value, _PROJECTED):
             return None
-        if _is_call_of(call, ("nn.dropout",)):
-            return call.args[0]
-        x_type = _tensor_type(ctx, call.args[0])
-        return None if x_type is None else expand_batch_norm(call, x_type)
+        if _is_call_of(value, ("nn.dropout",)):
+            return value.args[0]
+        assert isinstance(target, Call)
+        x_type = _tensor_type(ctx, target.args[0])
+        return None if x_type is None else expand_batch_norm(value, x_type)
 
     def norm(call: Call, ctx: RewriteContext) -> Expr | None:
-        x_type = _tensor_type(ctx, call.args[0])
+        original = ctx.original
+        assert isinstance(original, Call)
+        x_type = _tensor_type(ctx, original.args[0])
         return None if x_type is None else expand_norm(call, x_type)
 
     x, gamma, beta = wildcard(), wildcard(), wildcard()
@@ -166,7 +176,7 @@ def inference_rules(bound: dict[Var, Call]) -> RuleSet:
 
 def simplify_inference_function(fn: Function, mod: IRModule | None = None) -> Function:
     """`fn` with `nn.batch_norm(...).0` and `nn.dropout(...).0` expanded."""
-    out = apply_rules(inference_rules(_let_bound(fn)), fn, mod, fixpoint=False)
+    out = apply_rules(inference_rules(_let_bound(fn)), fn, mod, retype=False, fixpoint=False)
     assert isinstance(out, Function)
     return out
 

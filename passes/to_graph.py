@@ -54,7 +54,7 @@ from ..lang.expr import (
 from ..lang.freevars import free_vars
 from ..lang.module import IRModule
 from ..lang.op import Op
-from ..lang.traversal import ExprMutator, children, post_order
+from ..lang.traversal import children, post_order, with_children
 from .context import PassContext
 from .pass_base import NoOptions, function_pass
 
@@ -101,26 +101,24 @@ def to_graph_expr(root: Expr) -> Expr:
             inline[node.var] = node.value
     if not inline:
         return root
-    return _Inliner(inline).visit(root)
+    # A hand loop rather than `ExprMutator`: a use of an inlined variable must read what its
+    # value became, and that value may itself be a variable inlined later in the walk.
+    memo: dict[int, Expr] = {}
 
+    def get(kid: Expr) -> Expr:
+        if isinstance(kid, Var) and kid in inline:
+            return memo[id(inline[kid])]
+        return memo[id(kid)]
 
-class _Inliner(ExprMutator):
-    """Drops the lets of the variables in `inline`; each use reads the rewritten value."""
-
-    def __init__(self, inline: dict[Var, Expr]) -> None:
-        super().__init__()
-        self.inline = inline
-        self.binders: dict[int, list[Var]] = {}
-        for var, value in inline.items():
-            self.binders.setdefault(id(value), []).append(var)
-
-    def rewrite_node(self, node: Expr) -> Expr:
-        if isinstance(node, Let) and node.var in self.inline:
-            return self.rewritten(node.body)
-        result = self.rebuilt(node)
-        for var in self.binders.get(id(node), ()):
-            self.memo[id(var)] = result  # its uses (all in the let's body) read the value
-        return result
+    for node in order:
+        if isinstance(node, Var) and node in inline:
+            continue
+        if isinstance(node, Let) and node.var in inline:
+            memo[id(node)] = get(node.body)
+            continue
+        kids = children(node)
+        memo[id(node)] = with_children(node, [get(k) for k in kids]) if kids else node
+    return memo[id(root)]
 
 
 @function_pass(

@@ -18,6 +18,8 @@ It is the one place that owns traversal order; every rewriting pass runs through
 * **Types** of the sweep's root are inferred when first needed (by a type pattern or a
   callback's `ctx.type_of`), then carried to rebuilt nodes and inferred locally for new
   ones (`retype.SweepTypes`), so a sweep stays linear and does every rewrite it can see.
+  With `retype=False` only the input's nodes have types (rules that read them through
+  `ctx.original` then pay nothing for typing their replacements).
 * **Trace.** Pass a list as `trace` to get a `RewriteRecord` per rewrite.
 
     rewrite(fold + other_rule, mod, max_iterations=20, trace=True)
@@ -60,8 +62,8 @@ class RewriteBudgetError(Error):
     """A rewrite did not reach a fixpoint within its budget of sweeps or of rewrites."""
 
 
-def _firing(fired: Iterable[tuple[Rule, Expr, Expr]]) -> str:
-    return ", ".join(sorted({r.name for r, _, _ in fired}))
+def _firing(names: Iterable[str]) -> str:
+    return ", ".join(sorted(set(names)))
 
 
 class RewriteContext:
@@ -103,22 +105,31 @@ class _Sweep(ExprMutator):
         root: Expr,
         mod: IRModule | None,
         settle: bool,
+        retype: bool,
         max_rewrites: int,
         iteration: int,
+        tracing: bool,
     ) -> None:
         super().__init__()
         self.index = index
         self.root = root
         self.mod = mod
         self.settle = settle
+        self.retype = retype
+        self._base: ModuleTypes | None = None
         self.max_rewrites = max_rewrites
-        self.fired: list[tuple[Rule, Expr, Expr]] = []
+        self.fired = 0
+        self.fired_rules: set[str] = set()
+        self.records: list[tuple[Rule, Expr, Expr]] | None = [] if tracing else None
         self.lacked = False
         self.ctx = RewriteContext(self, mod, iteration)
         self.matcher = Matcher(self.types, lambda: consumers(root))
         self._types: SweepTypes | None = None
         self._types_done = False
-        # (old, new, result) of the nodes visited before types were first needed
+        # bottom-up: the nodes (by id) where a rule fired, with the node as rebuilt
+        self._fired_at: dict[int, Expr] = {}
+        self._bottom_up = True
+        # top-down: (old, new, result) of the nodes visited before types were needed
         self._pending: list[tuple[Expr, Expr, Expr]] = []
         self._current: tuple[Expr, Expr, Expr] = (root, root, root)
 
@@ -127,8 +138,19 @@ class _Sweep(ExprMutator):
         """The types of this sweep's nodes, inferred on first use."""
         if not self._types_done:
             self._types_done = True
-            base = infer_expr(self.root, self.mod)
+            base = self._base = infer_expr(self.root, self.mod)
+            if not self.retype:
+                return base
             sweep = self._types = SweepTypes(base)
+            memo, fired_at = self.memo, self._fired_at
+            for node in self._keep if self._bottom_up else ():
+                # bottom-up: the nodes visited so far, children before parents
+                result = memo[id(node)]
+                rebuilt = fired_at.get(id(node), result)
+                if rebuilt is not node:
+                    sweep.carry(node, rebuilt)
+                if result is not rebuilt:
+                    sweep.add(result)
             for old, new, result in self._pending:
                 sweep.carry(old, new)
                 if result is not new:
@@ -138,7 +160,7 @@ class _Sweep(ExprMutator):
             sweep.carry(old, new)
             if result is not new:
                 sweep.add(result)
-        return self._types.types if self._types is not None else None
+        return self._base
 
     def _rebuilt_from(self, old: Expr, new: Expr, result: Expr) -> None:
         """Record that `old` became `new` on new children, then `result` by the rules."""
@@ -179,11 +201,16 @@ class _Sweep(ExprMutator):
 
     def _fired(self, node: Expr, rebuilt: Expr, found: tuple[Rule, Expr]) -> Expr:
         """The result at `node` once a first rule fired on `rebuilt` (settled if asked)."""
-        start = len(self.fired)
+        self._fired_at[id(node)] = rebuilt
         result = rebuilt
+        names: list[str] = []
         for _ in range(self.max_rewrites):
             r, replacement = found
-            self.fired.append((r, result, replacement))
+            self.fired += 1
+            self.fired_rules.add(r.name)
+            names.append(r.name)
+            if self.records is not None:
+                self.records.append((r, result, replacement))
             if self._types is not None:
                 self._types.add(replacement)
             result = replacement
@@ -197,24 +224,27 @@ class _Sweep(ExprMutator):
         raise RewriteBudgetError.at(
             node.span,
             f"the rules did not settle at one node in {self.max_rewrites} rewrites",
-            "last rules that fired: " + _firing(self.fired[start:][-8:]),
+            "last rules that fired: " + _firing(names[-8:]),
         )
 
     # ------------------------------------------------------------------ walks
     def rewrite_node(self, node: Expr) -> Expr:
         """Bottom-up: the rules at `node` rebuilt on its rewritten children."""
         rebuilt = self.rebuilt(node)
-        had_types = self._types is not None
-        if had_types and rebuilt is not node:
-            self._types.carry(node, rebuilt)  # type: ignore[union-attr]
+        types = self._types
+        if types is not None and rebuilt is not node:
+            types.carry(node, rebuilt)
         candidates = self.index.at(rebuilt)
-        result = self.apply(node, rebuilt, candidates) if candidates else rebuilt
-        if not had_types and self._types is None and (rebuilt is not node or result is not rebuilt):
-            self._pending.append((node, rebuilt, result))
-        return result
+        if not candidates:
+            return rebuilt
+        self.ctx.original = node
+        self._current = (node, rebuilt, rebuilt)
+        found = self._first(rebuilt, candidates)
+        return rebuilt if found is None else self._fired(node, rebuilt, found)
 
     def top_down(self) -> Expr:
         """Top-down: the rules at each node first, then the children of the result."""
+        self._bottom_up = False
         memo, keep = self.memo, self._keep
         tops: dict[int, Expr] = {}
         stack: list[tuple[Expr, bool]] = [(self.root, False)]
@@ -260,6 +290,7 @@ def apply_rules(
     *,
     order: Order = "bottom-up",
     settle: bool = False,
+    retype: bool = True,
     fixpoint: bool = True,
     max_sweeps: int = 100,
     trace: list[RewriteRecord] | None = None,
@@ -269,16 +300,16 @@ def apply_rules(
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     index = RuleIndex(as_rules(rules))
-    fired: list[tuple[Rule, Expr, Expr]] = []
+    fired: set[str] = set()
     for iteration in range(max_sweeps):
         if not _has_candidates(index, expr):
             return expr
-        sweep = _Sweep(index, expr, mod, settle, max_sweeps, iteration)
+        sweep = _Sweep(index, expr, mod, settle, retype, max_sweeps, iteration, trace is not None)
         expr = sweep.run(order)
-        fired = sweep.fired
-        if trace is not None:
-            trace.extend(RewriteRecord(r.name, b, a, iteration) for r, b, a in fired)
-        if not fired or not fixpoint or (settle and not sweep.lacked):
+        fired = sweep.fired_rules
+        if trace is not None and sweep.records is not None:
+            trace.extend(RewriteRecord(r.name, b, a, iteration) for r, b, a in sweep.records)
+        if not sweep.fired or not fixpoint or (settle and not sweep.lacked):
             return expr
     raise RewriteBudgetError.at(
         expr.span,

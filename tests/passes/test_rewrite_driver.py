@@ -224,3 +224,39 @@ def test_constants_typed_locally():
     )
     out = apply_rules(rules, Function([x], call("subtract", x, const(np.zeros((2, 3), F32)))))
     assert out.body.op is get_op("add")
+
+
+def test_top_down_with_types_needed_midway():
+    # types first asked for after some rewrites: the nodes rewritten before are typed too
+    x = tvar("x")
+    to_exp = Rule(is_op("negative")(wildcard().named("a")), lambda a: call("exp", a), "to_exp")
+
+    def typed(n, ctx):
+        assert ctx.type_of(n) is not None
+        return None
+
+    rules = to_exp + Rule(is_op("sqrt")(wildcard()).named("n"), typed, "typed")
+    e = Function([x], call("sqrt", call("add", call("negative", x), call("negative", x))))
+    out = apply_rules(rules, e, order="top-down", fixpoint=False)
+    assert out.body.args[0].args[0].op is get_op("exp")
+    e = Function([x], call("add", call("negative", x), call("sqrt", call("negative", x))))
+    out = apply_rules(rules, e, order="top-down", fixpoint=False)
+    assert out.body.args[0].op is get_op("exp")
+
+
+def test_without_retyping_only_the_input_has_types():
+    x = tvar("x")
+    to_exp = Rule(is_op("negative")(wildcard().named("a")), lambda a: call("exp", a), "to_exp")
+    seen = []
+
+    def look(n, ctx):
+        seen.append((ctx.type_of(n), ctx.type_of(ctx.original)))
+        return None
+
+    rules = to_exp + Rule(is_op("sqrt")(wildcard()).named("n"), look, "look")
+    fn = Function([x], call("sqrt", call("negative", x)))
+    apply_rules(rules, fn, retype=False, fixpoint=False)
+    assert seen[0][0] is None and seen[0][1] is not None  # the rebuilt sqrt is untyped
+    seen.clear()
+    apply_rules(rules, fn, fixpoint=False)
+    assert seen[0][0] is not None
