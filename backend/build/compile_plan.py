@@ -1,0 +1,187 @@
+"""Compiling a graph plan into a `CompiledModel` for a `Target`.
+
+`compile_plan(plan, target)` lowers each distinct primitive function of the plan to a
+kernel (`lower` → `te` → `tir`), compiles them all with `codegen` into one library with an
+entry function that calls the kernels in order, and places the intermediate tensors in one
+workspace by liveness (`memory_plan`). A kernel whose operators have no compute definition
+is kept as a primitive function that the model runs in the interpreter.
+
+The thread pool is set to the target's thread count. A model compiled for CPU features this
+host lacks can be saved (to run elsewhere) but not run here: running it is an `Error` naming
+the features, never an illegal instruction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...lang.diagnostics import Error
+from ...lang.expr import Function
+from ...lang.printer import print_expr
+from ...typecheck.result import ModuleTypes
+from ..codegen import threadpool
+from ..codegen.compile import compile_module
+from ..codegen.entry import BufferRef, EntryPlan, KernelCall
+from ..lower.lower_func import LoweredKernel, LoweringError, lower_primitive
+from ..runtime.compiled import CompiledModel, CompileStats, KernelInfo
+from ..runtime.plan import GraphPlan, MemoryPlan, flatten_tree
+from ..target import Target
+from ..tir.printer import astext as tir_text
+from ..tir.transform import lower_pipeline
+from .artifact import save_artifact
+from .memory_plan import plan_memory
+
+
+class ForeignLibrary:
+    """A library compiled for features this host lacks: saved like any other, but asking
+    for a function is an `Error` naming the missing features."""
+
+    def __init__(self, object_code: bytes, missing: list[str]) -> None:
+        self.object_code = object_code
+        self.missing = missing
+
+    def get(self, name: str) -> Callable[..., None]:
+        """Never a function: an `Error` saying why this host cannot run the code."""
+        raise Error(
+            "this model was compiled for CPU features this machine lacks "
+            f"({', '.join(self.missing)}); save it and run it on a machine that has them"
+        )
+
+
+def _te_text(fn: Function, lowered: LoweredKernel) -> str:
+    """A kernel's Relay function, its schedule trace and its loop nest before the TIR
+    passes (what `--dump te` shows)."""
+    trace = lowered.trace.to_text() if lowered.trace is not None else "(no trace)"
+    return (
+        f"# kernel {lowered.name} (anchor: {lowered.anchor_tag})\n{print_expr(fn)}\n"
+        f"# schedule\n{trace}\n# loop nest\n{tir_text(lowered.func)}"
+    )
+
+
+def place_slots(plan: GraphPlan) -> tuple[dict[int, tuple[str, int]], list[int], MemoryPlan]:
+    """Where each slot of `plan` lives — `input`, `param`, `output` (the model's results, in
+    order) or `workspace` — the output slots, and the workspace layout of the rest."""
+    slot_kind: dict[int, tuple[str, int]] = {}
+    output_slots: list[int] = []
+    for s in flatten_tree(plan.output):
+        if plan.slots[s].kind == "kernel" and s not in slot_kind:
+            slot_kind[s] = ("output", len(output_slots))
+            output_slots.append(s)
+    temps = []
+    for s, slot in enumerate(plan.slots):
+        if slot.kind == "input":
+            slot_kind[s] = ("input", slot.index)
+        elif slot.kind == "constant":
+            slot_kind[s] = ("param", slot.index)
+        elif s not in slot_kind:
+            slot_kind[s] = ("workspace", 0)
+            temps.append(s)
+    temp_set = set(temps)
+    sizes = [plan.slots[s].nbytes if s in temp_set else 0 for s in range(len(plan.slots))]
+    memory = plan_memory(
+        sizes,
+        [
+            (
+                tuple(i for i in st.inputs if i in temp_set),
+                tuple(o for o in st.outputs if o in temp_set),
+            )
+            for st in plan.steps
+        ],
+    )
+    return slot_kind, output_slots, memory
+
+
+def _ref_for(memory: MemoryPlan, slot_kind: dict[int, tuple[str, int]], s: int) -> BufferRef:
+    """Where the native entry finds slot `s`: an input, output, parameter or workspace offset."""
+    kind, index = slot_kind[s]
+    if kind == "workspace":
+        return BufferRef("workspace", 0, memory.offsets[s])
+    return BufferRef(kind, index)
+
+
+def compile_plan(
+    plan: GraphPlan,
+    target: Target | None = None,
+    name: str = "model",
+    dump: dict[str, Any] | None = None,
+    types: ModuleTypes | None = None,
+) -> CompiledModel:
+    """Lower, schedule and compile every kernel of `plan` for `target` (default: this host)
+    into one library with an entry point; `dump`, when given, receives what each stage
+    produced (`te`, `tir`, `llvm`, `asm`) as text. `types`, the types of the module the plan
+    was made from, types the kernels (without it, lowering infers each kernel's types)."""
+    target = target if target is not None else Target.host()
+    if target.kind != "llvm":
+        raise Error(f"compile_plan compiles for an llvm target, not `{target}`")
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    params: list[np.ndarray] = list(plan.constants)
+    infos: list[KernelInfo] = []
+    scheduled: list[tuple[Function, LoweredKernel]] = []
+    for k, fn in enumerate(plan.kernels):
+        kname = f"{name}_k{k}"
+        try:
+            lowered = lower_primitive(fn, types, kname, target)
+        except LoweringError:
+            infos.append(KernelInfo(kname, (), fn))
+            continue
+        lifted = tuple(range(len(params), len(params) + len(lowered.constants)))
+        params.extend(lowered.constants)
+        infos.append(KernelInfo(kname, lifted))
+        scheduled.append((fn, lowered))
+    seconds["lower"] = time.perf_counter() - start
+    start = time.perf_counter()
+    prim_funcs = [lower_pipeline(lowered.func) for _, lowered in scheduled]
+    seconds["tir"] = time.perf_counter() - start
+    if dump is not None:
+        dump["te"] = "\n\n".join(_te_text(fn, lowered) for fn, lowered in scheduled)
+        dump["tir"] = "\n\n".join(tir_text(f) for f in prim_funcs)
+
+    slot_kind, output_slots, memory = place_slots(plan)
+    entry = None
+    if all(i.fallback is None for i in infos):
+        calls = []
+        for st in plan.steps:
+            info = infos[st.kernel]
+            refs = [_ref_for(memory, slot_kind, s) for s in st.inputs]
+            refs += [BufferRef("param", p) for p in info.lifted]
+            refs += [_ref_for(memory, slot_kind, s) for s in st.outputs]
+            calls.append(KernelCall(info.name, tuple(refs)))
+        entry = EntryPlan(f"{name}_main", tuple(calls))
+    start = time.perf_counter()
+    library: Any = compile_module(prim_funcs, entry=entry, name=name, target=target)
+    seconds["codegen"] = time.perf_counter() - start
+    if dump is not None:
+        dump["llvm"] = library.llvm_ir
+        dump["asm"] = library.asm
+    missing = target.missing_features()
+    if missing:
+        library = ForeignLibrary(library.object_code, missing)
+    threadpool.set_num_threads(target.num_threads)
+    stats = CompileStats(
+        seconds,
+        len(infos),
+        sum(i.fallback is not None for i in infos),
+        memory.workspace_bytes,
+        memory.saved_bytes,
+    )
+    return CompiledModel(
+        plan=plan,
+        kernels=tuple(infos),
+        params=tuple(params),
+        memory=memory,
+        slot_kind=slot_kind,
+        output_slots=tuple(output_slots),
+        library=library,
+        entry_name=entry.name if entry is not None else None,
+        stats=stats,
+        target=target,
+        saver=save_artifact,
+    )
+
+
+__all__ = ["ForeignLibrary", "compile_plan", "place_slots"]
