@@ -5,6 +5,7 @@ that fit their padded input.
 from __future__ import annotations
 
 from ...lang.op import Op
+from ...lang.opdefs.semantics import pad_pairs
 from ...lang.optable import OpTable
 from ...lang.types import TensorType
 from .core import Generator, OpCall, Tape, _call, _input, _shape, _window
@@ -71,10 +72,7 @@ def _conv_transpose(t: Tape, op: Op, x: TensorType | None) -> OpCall | None:
             shape[2:], win.strides, win.sizes, win.dilation, output_padding
         )
     ]
-    if len(padding) == 2 * n:
-        total = [padding[i] + padding[i + n] for i in range(n)]
-    else:
-        total = [2 * p for p in (padding * n if len(padding) == 1 else padding)]
+    total = [before + after for before, after in pad_pairs(padding, n)]
     if any(f - p < 1 for f, p in zip(full, total)):
         padding = [0]
     weight = TensorType((c, per_group, *win.sizes), x.dtype)

@@ -29,6 +29,7 @@ from . import (
     parallel_rows,
     vector_factor,
 )
+from .generic import schedule_generic
 
 
 def schedule_injective_stage(s: Schedule, t: Tensor, target: Target) -> None:
@@ -73,15 +74,6 @@ def trailing_pair(sizes: list[int]) -> int:
     return k
 
 
-def schedule_injective(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
-    """Schedule each output with its default loop nest (see the module docstring); an
-    output that reduces gets the reduction's default instead."""
-    from .generic import schedule_stage_default
-
-    for out in outputs:
-        schedule_stage_default(s, out, target)
-
-
-INJECTIVE: ScheduleRule = ScheduleRule(schedule_injective, anchor_stage=None)
+INJECTIVE: ScheduleRule = ScheduleRule(schedule_generic, anchor_stage=None)
 """Elementwise, broadcast and injective operators: they never anchor a kernel (a kernel of
-only such stages gets every output's default loop nest)."""
+only such stages gets every output's default loop nest, `generic.schedule_generic`)."""

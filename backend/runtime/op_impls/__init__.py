@@ -53,11 +53,6 @@ def implementation_for(op: Op) -> Impl:
     return IMPLS.lookup(op)
 
 
-def has_implementation(op: Op) -> bool:
-    """Whether `op` has a reference implementation."""
-    return op in IMPLS
-
-
 # The families, each with its own table; `IMPLS` joins them (an operator in two is an error).
 from . import (  # noqa: E402
     algorithm,
