@@ -404,12 +404,6 @@ def _post_order(roots: Sequence[Operation]) -> list[Operation]:
     return order
 
 
-def _as_tensors(items: Any) -> list[Tensor]:
-    if isinstance(items, Tensor):
-        return [items]
-    return list(items)
-
-
 class Schedule:
     """The stages of a computation (topological order) and the trace of primitives applied.
     `s[tensor]`, `s[op]` or `s["name"]` is a stage."""

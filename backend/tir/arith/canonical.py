@@ -21,7 +21,7 @@ from typing import Any
 from ..analysis import prim_equal, prim_hash, uses_var
 from ..dtypes import INDEX_DTYPE
 from ..expr import Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub, Var, const
-from ..visitor import rewrite_expr
+from ..visitor import rewrite_expr, substitute
 from .constants import make_const
 
 
@@ -246,15 +246,12 @@ def linear_form(expr: PrimExpr, var: Var) -> tuple[int, PrimExpr] | None:
     coeff = _coeff(expr, var)
     if coeff is None:
         return None
-    zero = const(0, var.dtype)
-    rest = rewrite_expr(expr, lambda n: zero if n is var else None)
-    return coeff, rest
+    return coeff, substitute(expr, {var: const(0, var.dtype)})
 
 
 def _coeff(e: PrimExpr, var: Var) -> int | None:
     """The coefficient of `var` in `e`, or None if `e` is not linear in it."""
-    s = LinearSum(e.dtype)
-    s.add_expr(e, 1)
+    s = LinearSum.of(e)
     total = 0
     for atom, k in s.live():
         if atom is var:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
-from ..analysis import prim_equal
+from ..analysis import prim_equal, uses_var
 from ..dtypes import INDEX_DTYPE, element_of, is_float, is_int, is_uint, lanes_of
 from ..evaluate import evaluate_expr
 from ..expr import (
@@ -55,7 +55,7 @@ from ..expr import (
     Sub,
     Var,
 )
-from ..visitor import children, rewrite_expr, sub_expressions
+from ..visitor import children, substitute
 from .constants import bool_const, const_bool, int_value, make_const
 
 if TYPE_CHECKING:
@@ -456,11 +456,8 @@ def cast_simplify(s: Simplifier, e: PrimExpr) -> PrimExpr | None:
 def let_inline(s: Simplifier, e: PrimExpr) -> PrimExpr | None:
     """`let x = v in b` → `b[x := v]` when `v` is a constant or a variable, or `x` is unused."""
     assert isinstance(e, Let)
-    if isinstance(e.value, (IntImm, FloatImm, Var)) or not any(
-        n is e.var for n in sub_expressions(e.body)
-    ):
-        body = rewrite_expr(e.body, lambda n: e.value if n is e.var else None)
-        return s.simplify(body)
+    if isinstance(e.value, (IntImm, FloatImm, Var)) or not uses_var(e.body, e.var):
+        return s.simplify(substitute(e.body, {e.var: e.value}))
     return None
 
 

@@ -10,6 +10,7 @@ import attrs
 
 from ..arith import VarRanges, const_bool, const_int_bound
 from ..arith import simplify as simplify_expr
+from ..arith.constants import int_value
 from ..dtypes import INDEX_DTYPE, is_int, is_uint, lanes_of
 from ..expr import GE, GT, LE, LT, And, Call, FloatImm, IntImm, Not, Or, PrimExpr, Range, Var
 from ..stmt import (
@@ -24,10 +25,6 @@ from ..stmt import (
     Stmt,
 )
 from ..visitor import NOOP, StmtMutator, is_noop, make_seq, replace_buffers, substitute
-
-
-def _int_value(e: PrimExpr) -> int | None:
-    return e.value if isinstance(e, IntImm) else None
 
 
 def _scalar_int(dtype: str) -> bool:
@@ -97,7 +94,7 @@ class _StmtSimplifier(StmtMutator):
     def enter(self, s: Stmt) -> Stmt:
         if isinstance(s, For):
             lo, ext = self.expr(s.min), self.expr(s.extent)
-            e = _int_value(ext)
+            e = int_value(ext)
             if e is not None and e <= 0:
                 return NOOP
             if e == 1:
