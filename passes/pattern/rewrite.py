@@ -194,6 +194,8 @@ class _Sweep(ExprMutator):
     def apply(self, node: Expr, rebuilt: Expr, candidates: tuple[Candidate, ...]) -> Expr:
         """`rebuilt` (`node` on rewritten children) after the rules (settled if asked);
         `candidates` are the rules that can fire at `rebuilt`."""
+        if not candidates:
+            return rebuilt
         self.ctx.original = node
         self._current = (node, rebuilt, rebuilt)
         found = self._first(rebuilt, candidates)
@@ -234,13 +236,7 @@ class _Sweep(ExprMutator):
         types = self._types
         if types is not None and rebuilt is not node:
             types.carry(node, rebuilt)
-        candidates = self.index.at(rebuilt)
-        if not candidates:
-            return rebuilt
-        self.ctx.original = node
-        self._current = (node, rebuilt, rebuilt)
-        found = self._first(rebuilt, candidates)
-        return rebuilt if found is None else self._fired(node, rebuilt, found)
+        return self.apply(node, rebuilt, self.index.at(rebuilt))
 
     def top_down(self) -> Expr:
         """Top-down: the rules at each node first, then the children of the result."""
