@@ -33,7 +33,7 @@ from ....lang.optable import OpTable
 from ...target import Target
 from ...te.tensor import ComputeOp, Operation, PlaceholderOp, ProducerLoad, Tensor
 from ...tir.expr import IterVar, PrimExpr, Reduce, Var
-from ...tir.visitor import rewrite_expr, sub_expressions
+from ...tir.visitor import sub_expressions, substitute
 from ..computes import made_by
 
 Schedule: TypeAlias = Any
@@ -151,13 +151,6 @@ def stage_order(outputs: Iterable[Tensor]) -> list[Operation]:
         stack.append((op, True))
         stack.extend((t.op, False) for t in reversed(op.input_tensors) if id(t.op) not in seen)
     return order
-
-
-def substitute(expr: PrimExpr, mapping: dict[Var, PrimExpr]) -> PrimExpr:
-    """`expr` with the variables of `mapping` replaced."""
-    if not mapping:
-        return expr
-    return rewrite_expr(expr, lambda n: mapping.get(n) if isinstance(n, Var) else None)  # type: ignore[no-any-return]
 
 
 def reads_through(
