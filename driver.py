@@ -121,15 +121,16 @@ class OptimizedModule:
     types: ModuleTypes
 
 
-def optimize(mod: IRModule, opt_level: int = 3) -> OptimizedModule:
-    """`mod` after inlining into `@main` and the standard pipeline of `opt_level`, with its
-    types from the pipeline's `PassContext` (fusion hands over the types of the module it
-    makes, so they are not inferred again)."""
+def optimize(mod: IRModule, opt_level: int | None = 3) -> OptimizedModule:
+    """`mod` after inlining into `@main` and the standard pipeline of `opt_level` (None: the
+    enclosing `PassContext`'s, see `build_context`), with its types from the pipeline's
+    context (fusion hands over the types of the module it makes, so they are not inferred
+    again)."""
     from .passes import standard_pipeline
 
-    inlined = inline_into_main(mod)
     with build_context(opt_level) as ctx:
-        optimized = standard_pipeline(opt_level)(inlined, ctx)
+        inlined = inline_into_main(mod)
+        optimized = standard_pipeline(ctx.opt_level)(inlined, ctx)
         return OptimizedModule(optimized, ctx.module_types(optimized))
 
 
@@ -187,9 +188,7 @@ def build(
         mod = bind_params(mod, params)
     if resolved.kind == "interp":
         return InterpretedModel(mod, "target interp")
-    ctx = build_context(opt_level)
-    with ctx:
-        optimized = optimize(mod, ctx.opt_level)
+    optimized = optimize(mod, opt_level)
     try:
         plan = plan_graph(optimized.module["main"], optimized.types)
     except NotCompilable as exc:

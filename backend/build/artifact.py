@@ -91,30 +91,38 @@ def load_artifact(path: str | os.PathLike[str], num_threads: int | None = None) 
             f"{path}: compiled for CPU features this machine lacks: {', '.join(missing)} "
             f"(target `{target}`)"
         )
-    with np.load(io.BytesIO(params_bytes), allow_pickle=False) as archive:
-        params = tuple(archive[f"arr_{k}"] for k in range(len(archive.files)))
-    kernels = []
-    for k in meta["kernels"]:
-        fallback = parse_expr(k["fallback"]) if k["fallback"] else None
-        kernels.append(KernelInfo(k["name"], tuple(k["lifted"]), fallback))  # type: ignore[arg-type]
-    mem = meta["memory"]
+    try:
+        with np.load(io.BytesIO(params_bytes), allow_pickle=False) as archive:
+            params = tuple(archive[f"arr_{k}"] for k in range(len(archive.files)))
+        kernels = []
+        for k in meta["kernels"]:
+            fallback = parse_expr(k["fallback"]) if k["fallback"] else None
+            kernels.append(KernelInfo(k["name"], tuple(k["lifted"]), fallback))  # type: ignore[arg-type]
+        mem = meta["memory"]
+        memory = MemoryPlan(tuple(mem["offsets"]), mem["workspace_bytes"], mem["naive_bytes"])
+        plan = _plan_from_json(meta["plan"])
+        slot_kind = {int(s): (v[0], v[1]) for s, v in meta["slot_kind"].items()}
+        output_slots = tuple(meta["output_slots"])
+        entry_name = meta["entry"]
+    except (KeyError, IndexError, TypeError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise Error(f"{path}: the artifact is damaged ({exc!r})") from None
     library = load_library(object_code)
     threadpool.set_num_threads(target.num_threads)
     return CompiledModel(
-        plan=_plan_from_json(meta["plan"]),
+        plan=plan,
         kernels=tuple(kernels),
         params=params,
-        memory=MemoryPlan(tuple(mem["offsets"]), mem["workspace_bytes"], mem["naive_bytes"]),
-        slot_kind={int(s): (v[0], v[1]) for s, v in meta["slot_kind"].items()},
-        output_slots=tuple(meta["output_slots"]),
+        memory=memory,
+        slot_kind=slot_kind,
+        output_slots=output_slots,
         library=library,
-        entry_name=meta["entry"],
+        entry_name=entry_name,
         stats=CompileStats(
             {},
             len(kernels),
             sum(k.fallback is not None for k in kernels),
-            mem["workspace_bytes"],
-            mem["naive_bytes"] - mem["workspace_bytes"],
+            memory.workspace_bytes,
+            memory.saved_bytes,
         ),
         target=target,
         saver=save_artifact,

@@ -146,6 +146,7 @@ class CompiledModel:
         returns an array, or a tuple shaped like `@main`'s result type."""
         arrays = self._check_inputs(args, inputs)
         outputs = [np.empty(shape, dt) for shape, dt in self._output_specs]
+        by_slot = dict(zip(self.output_slots, outputs))
         with self._lock:
             if self.entry_name is not None:
                 in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
@@ -159,8 +160,7 @@ class CompiledModel:
                     ctypes.c_void_p(self._workspace.ctypes.data),
                 )
             else:
-                self._run_steps(arrays, outputs)
-            by_slot = dict(zip(self.output_slots, outputs))
+                self._run_steps(arrays, by_slot)
             return self._result(self.plan.output, arrays, by_slot, set())
 
     def _slot_array(
@@ -175,12 +175,10 @@ class CompiledModel:
         if kind == "output":
             return outputs[s]
         offset = self.memory.offsets[s]
-        dt = numpy_dtype(slot.dtype)
-        count = int(np.prod(slot.shape, dtype=np.int64))
-        return self._workspace[offset : offset + count * dt.itemsize].view(dt).reshape(slot.shape)
+        view = self._workspace[offset : offset + slot.nbytes].view(numpy_dtype(slot.dtype))
+        return view.reshape(slot.shape)
 
-    def _run_steps(self, arrays: list[np.ndarray], outputs: list[np.ndarray]) -> None:
-        by_slot = dict(zip(self.output_slots, outputs))
+    def _run_steps(self, arrays: list[np.ndarray], by_slot: dict[int, np.ndarray]) -> None:
         for step in self.plan.steps:
             info = self.kernels[step.kernel]
             ins = [self._slot_array(s, arrays, by_slot) for s in step.inputs]

@@ -117,3 +117,10 @@ def test_a_file_that_is_not_an_artifact_is_an_error(tmp_path):
         z.writestr("params.npz", b"")
     with pytest.raises(relay.Error, match="artifact format 'something-else'"):
         relay.load(other)
+    damaged = tmp_path / "damaged.relaymod"
+    with zipfile.ZipFile(damaged, "w") as z:
+        z.writestr("model.json", json.dumps({"format": ARTIFACT_FORMAT}))
+        z.writestr("kernels.o", b"")
+        z.writestr("params.npz", b"")
+    with pytest.raises(relay.Error, match="the artifact is damaged"):
+        relay.load(damaged)
