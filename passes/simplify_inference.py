@@ -91,7 +91,8 @@ def expand_norm(call: Call, x_type: TensorType) -> Expr | None:
     assert isinstance(call.op, Op) and call.attrs is not None
     attrs, ndim, x = call.attrs, x_type.ndim, call.args[0]
     if call.op.name == "nn.l2_normalize":
-        axes = sorted({int(a) % ndim for a in attrs.axis})
+        listed = range(ndim) if attrs.axis is None else attrs.axis  # None: every axis
+        axes = sorted({int(a) % ndim for a in listed})
         total = _call("sum", _call("multiply", x, x), axis=axes, keepdims=True)
         floor = _call("maximum", total, const(float(attrs.eps), x_type.dtype))
         return _call("divide", x, _call("sqrt", floor))

@@ -52,7 +52,9 @@ LAYER_NORM_ATTRS = _norm_schema("LayerNormAttrs", -1)
 INSTANCE_NORM_ATTRS = _norm_schema("InstanceNormAttrs", 1)
 GROUP_NORM_ATTRS = _norm_schema("GroupNormAttrs", 1, attr("num_groups", 0))
 L2_NORMALIZE_ATTRS = schema(
-    "L2NormalizeAttrs", required("eps", Kind.FLOAT), required("axis", Kind.INTS)
+    "L2NormalizeAttrs",
+    required("eps", Kind.FLOAT),
+    required("axis", Kind.INTS, nullable=True),  # None (TVM's null array): every axis
 )
 DROPOUT_ATTRS = schema("DropoutAttrs", attr("rate", 0.5))
 LRN_ATTRS = schema(
@@ -169,7 +171,7 @@ declare(
             "data",
             OPAQUE,
             L2_NORMALIZE_ATTRS,
-            "x / sqrt(max(sum(x**2 over `axis`), eps)).",
+            "x / sqrt(max(sum(x**2 over `axis`), eps)) (axis None: over every axis).",
         ),
         (
             "nn.dropout",

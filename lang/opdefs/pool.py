@@ -1,7 +1,8 @@
 """Pooling (TVM `src/relay/op/nn/pooling.cc`): windowed, global and adaptive.
 
 `padding` holds what was given, as for convolutions. Adaptive pools take an
-`output_size` (empty: 1 per spatial axis; a single value applies to every axis).
+`output_size` (empty or None: the input's spatial size, as in TVM; a single value applies
+to every axis).
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def _l2_normalize(t: Tape, op: Op, x: TensorType | None) -> OpCall | None:
     if x is None:
         return None
     axes = sorted({t.choose(0, x.ndim - 1) for _ in range(t.choose(1, x.ndim))})
-    return _call(op, [x], eps=t.pick((1e-5, 1e-3)), axis=axes)
+    return _call(op, [x], eps=t.pick((1e-5, 1e-3)), axis=None if t.maybe(2) else axes)
 
 
 @GENERATORS.register("nn.dropout")

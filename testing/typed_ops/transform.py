@@ -183,7 +183,8 @@ def _strided_slice(t: Tape, op: Op, x: TensorType | None) -> OpCall | None:
         )
     count = x.ndim if t.maybe(7) else t.choose(1, x.ndim)
     picked = [_slice_axis(t, d) for d in shape[:count]]
-    begin, end, strides = ([p[i] for p in picked] for i in range(3))
+    begin, end, given = ([p[i] for p in picked] for i in range(3))
+    strides = None if min(given) > 0 and t.maybe(5) else given  # None: 1 on every sliced axis
     if t.maybe(3):
         return _call(op, [x], begin=begin, end=end, strides=strides, axes=list(range(count)))
     return _call(op, [x], begin=begin, end=end, strides=strides, axes=None)

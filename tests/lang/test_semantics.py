@@ -18,6 +18,7 @@ from relay.lang.opdefs.semantics import (
     SemanticsError,
     highest,
     layout_letters,
+    listed_axes,
     lowest,
     normalize_axes,
     normalize_axis,
@@ -346,6 +347,22 @@ def test_strided_slice_with_axes():
     assert strided_slice_ranges((2, 3, 4), [1], [3], [1], [2], "end") == [None, None, (1, 1, 2)]
 
 
+def test_strided_slice_strides_none_means_one_on_every_sliced_axis():
+    assert strided_slice_axes(3, [1, -2], [3, 5], None, None, "end") == strided_slice_axes(
+        3, [1, -2], [3, 5], [1, 1], None, "end"
+    )
+    assert strided_slice_axes(3, [2, 0], [4, 1], None, [2, 0], "end") == [
+        (2, 2, 4, 1),
+        (0, 0, 1, 1),
+    ]
+    assert strided_slice_ranges((5, 6), [1, 2], [2, -1], None, None, "size") == [
+        (1, 1, 2),
+        (2, 1, 4),
+    ]
+    with pytest.raises(SemanticsError, match=r"begin=\[0\] and end=\[1\] must have the same"):
+        strided_slice_axes(2, [0], [1], None, [0, 1], "end")
+
+
 def test_strided_slice_size_mode():
     # end holds lengths (negative: to the end); strides are ignored
     assert strided_slice_ranges((5, 6), [1, 2], [2, -1], [3, 3], None, "size") == [
@@ -375,6 +392,16 @@ def test_strided_slice_errors(args, message):
 def test_strided_slice_names_the_input_in_messages():
     with pytest.raises(SemanticsError, match="but the data has only 1 axes"):
         strided_slice_axes(1, [0, 0], [1, 1], [], None, "end", "the data")
+
+
+def test_listed_axes_none_names_every_axis():
+    assert listed_axes(None, 3) == (0, 1, 2)
+    assert listed_axes([-1, 0], 3) == (0, 2)
+    assert listed_axes([], 3) == ()
+    with pytest.raises(SemanticsError, match="given twice"):
+        listed_axes([1, -2], 3)
+    with pytest.raises(SemanticsError, match="out of range"):
+        listed_axes([3], 3)
 
 
 # ------------------------------------------------------------------------------ dtypes

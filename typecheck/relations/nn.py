@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable
 
 from ...lang.attrs import Attrs
+from ...lang.opdefs import semantics
 from ...lang.optable import OpTable
 from ...lang.types import ANY, AnyDim, Dim, IncompleteType, TensorType, TupleType, Type
 from ..show import dim_text, shape_text, type_text
@@ -26,18 +27,18 @@ from .shapes import (
     float_attr,
     floordiv,
     int_attr,
-    ints_attr,
     lost,
     mul,
-    normalize_axes,
     normalize_axis,
     one_of,
     opt_int_attr,
+    opt_ints_attr,
     pick,
     product,
     require_rank,
     require_same,
     require_scalar,
+    semantic_errors,
     shape_relations,
     str_attr,
 )
@@ -253,10 +254,13 @@ def group_norm_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) 
 
 @shape_relation("nn.l2_normalize")
 def l2_normalize_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
-    """`nn.l2_normalize(data, eps, axis)`: the input's type; the axes must be its axes."""
+    """`nn.l2_normalize(data, eps, axis)`: the input's type; the axes (None: every axis)
+    must be its axes, each once."""
     data = tensor_arg(args[0], "the input")
     if data is not None:
-        normalize_axes(ints_attr(attrs, "axis"), data.ndim)
+        axis = opt_ints_attr(attrs, "axis")
+        with semantic_errors():
+            semantics.listed_axes(axis, data.ndim)
     return data
 
 

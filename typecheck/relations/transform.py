@@ -387,19 +387,17 @@ def split_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Ty
 def strided_slice_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """`strided_slice(data, begin, end, strides, slice_mode, axes)`, clamping like TVM.
 
-    The lists are read by `semantics.strided_slice_axes` (with `axes` None they cover the
-    leading axes and the rest is padded as TVM pads it; "size" mode; no stride 0) and each
-    static axis is clamped by `semantics.slice_range` (a slice running backwards is an
-    error, as in TVM). An axis of unknown size keeps it only when sliced whole.
+    The lists are read by `semantics.strided_slice_axes` (`strides` None: all 1; with
+    `axes` None they cover the leading axes and the rest is padded as TVM pads it; "size"
+    mode; no stride 0) and each static axis is clamped by `semantics.slice_range` (a slice
+    running backwards is an error, as in TVM). An axis of unknown size keeps it only when
+    sliced whole.
     """
     data = tensor_arg(args[0], "the input")
     if data is None:
         return None
-    lists = {k: opt_ints_attr(attrs, k) for k in ("begin", "end", "strides")}
-    for k, v in lists.items():
-        if v is None:
-            raise RelationError(f"the attribute `{k}` must be a list of integers, not None")
-    begin, end, strides = (list(v or ()) for v in lists.values())
+    begin, end = ints_attr(attrs, "begin"), ints_attr(attrs, "end")
+    strides = opt_ints_attr(attrs, "strides")
     mode = one_of(str_attr(attrs, "slice_mode"), "slice_mode", ("end", "size"))
     axes_attr = opt_ints_attr(attrs, "axes")
     shape = list(data.shape)

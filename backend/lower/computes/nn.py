@@ -20,7 +20,7 @@ import numpy as np
 
 from ....lang.attrs import Attrs
 from ....lang.dtype import numpy_dtype
-from ....lang.opdefs.semantics import layout_letters, normalize_axis
+from ....lang.opdefs.semantics import layout_letters, listed_axes, normalize_axis
 from ....lang.optable import OpTable
 from ....lang.types import TensorType, TupleType, Type
 from ...te.tensor import Tensor, compute, max_reduce, reduce_axis, sum_
@@ -539,11 +539,11 @@ def group_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
 
 @COMPUTES.register("nn.l2_normalize")
 def l2_normalize(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
-    """`x / sqrt(max(sum(x**2 over axis), eps))`."""
+    """`x / sqrt(max(sum(x**2 over axis), eps))` (axis None: over every axis)."""
     assert attrs is not None
     (x,) = inputs
     shape = int_shape(x)
-    axes = sorted({normalize_axis(int(a), x.ndim) for a in attrs.axis})
+    axes = listed_axes(attrs.axis, x.ndim)
     kept = [d for d in range(x.ndim) if d not in axes]
     rv = [reduce_axis(shape[d], f"r{d}") for d in axes]
 

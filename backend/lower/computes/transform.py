@@ -241,10 +241,8 @@ def strided_slice(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> 
     """`x[begin:end:stride]` per axis with TVM's canonicalization of begin and end."""
     (x,) = flat_inputs(inputs)
     assert attrs is not None
-    strides = tuple(attrs.strides) if attrs.strides is not None else ()
-    axes = tuple(attrs.axes) if attrs.axes is not None else None
     ranges = strided_slice_ranges(
-        static_dims(x), tuple(attrs.begin), tuple(attrs.end), strides, axes, attrs.slice_mode
+        static_dims(x), attrs.begin, attrs.end, attrs.strides, attrs.axes, attrs.slice_mode
     )
     plan: list[tuple[int, int] | None] = []
     for r in ranges:

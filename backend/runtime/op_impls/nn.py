@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from ....lang.attrs import Attrs
+from ....lang.opdefs import semantics
 from ....lang.optable import OpTable
 from ..values import EvalError, Value
 from . import Impl
@@ -41,6 +42,7 @@ from .transform import (
     dtype_or,
     need_attrs,
     normalize_axis,
+    semantic_errors,
     spatial_axes,
     tensor_args,
     wide_dtype,
@@ -244,10 +246,11 @@ def group_norm(args: list[Value], attrs: Attrs | None) -> Array:
 
 @IMPLS.register("nn.l2_normalize")
 def l2_normalize(args: list[Value], attrs: Attrs | None) -> Array:
-    """`x / sqrt(max(sum(x**2 over axis), eps))`."""
+    """`x / sqrt(max(sum(x**2 over axis), eps))` (axis None: over every axis)."""
     (x,) = tensor_args("nn.l2_normalize", args)
     a = need_attrs("nn.l2_normalize", attrs)
-    axes = tuple(sorted({normalize_axis("nn.l2_normalize", ax, x.ndim) for ax in a.axis}))
+    with semantic_errors("nn.l2_normalize"):
+        axes = semantics.listed_axes(a.axis, x.ndim)
     v = _f64(x)
     total = np.sum(v * v, axis=axes, keepdims=True)
     return as_tensor(v / np.sqrt(np.maximum(total, a.eps)), x.dtype)

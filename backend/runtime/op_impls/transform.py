@@ -375,11 +375,13 @@ def strided_slice_indices(
     shape: tuple[int, ...],
     begin: tuple[int, ...],
     end: tuple[int, ...],
-    strides: tuple[int, ...],
+    strides: tuple[int, ...] | None,
     axes: tuple[int, ...] | None,
     slice_mode: str,
 ) -> list[Array | None]:
-    """The source indices along each axis of TVM's `strided_slice` (None: whole axis)."""
+    """The source indices along each axis of TVM's `strided_slice` (None: whole axis).
+
+    `strides` None means a stride of 1 on every sliced axis."""
     with semantic_errors("strided_slice"):
         ranges = semantics.strided_slice_ranges(shape, begin, end, strides, axes, slice_mode)
     return [None if r is None else r[0] + r[1] * np.arange(r[2], dtype=np.int64) for r in ranges]
@@ -400,9 +402,7 @@ def strided_slice(args: list[Value], attrs: Attrs | None) -> Array:
     a = need_attrs("strided_slice", attrs)
     if a.begin is None or a.end is None:
         raise EvalError("strided_slice needs static begin and end")
-    strides = tuple(a.strides) if a.strides is not None else ()
-    axes = tuple(a.axes) if a.axes is not None else None
-    idx = strided_slice_indices(x.shape, a.begin, a.end, strides, axes, a.slice_mode)
+    idx = strided_slice_indices(x.shape, a.begin, a.end, a.strides, a.axes, a.slice_mode)
     return take_indices(x, idx)
 
 

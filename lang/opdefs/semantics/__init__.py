@@ -7,7 +7,8 @@ tuples, strings: the checked attribute values) and return plain values, and rais
 error type, `SemanticsError` (a `ValueError`), whose message each facet reports in its own
 way. One module per topic:
 
-* `axes`: axis normalization (negative axes, out-of-range errors), reduce axes (`exclude`);
+* `axes`: axis normalization (negative axes, out-of-range errors), reduce axes (`exclude`),
+  optional axis lists (None: every axis);
 * `reshape`: reshape's special values 0, -1, -2, -3, -4;
 * `layouts`: layout strings (`NCHW16c`, `OIHW8i8o`), spatial axis positions;
 * `slicing`: padding pairs, strided-slice canonicalization and clamping;
@@ -18,7 +19,7 @@ way. One module per topic:
 
 from __future__ import annotations
 
-from .axes import normalize_axes, normalize_axis, reduce_axes
+from .axes import listed_axes, normalize_axes, normalize_axis, reduce_axes
 from .dtypes import highest, lowest
 from .error import SemanticsError
 from .layouts import LayoutAxes, layout_letters, parse_layout, spatial_positions
@@ -57,6 +58,7 @@ __all__ = [
     "SemanticsError",
     "highest",
     "layout_letters",
+    "listed_axes",
     "lowest",
     "normalize_axes",
     "normalize_axis",

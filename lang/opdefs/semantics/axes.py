@@ -1,4 +1,5 @@
-"""Axis attributes: negative axes count from the end; reductions' `axis` and `exclude`."""
+"""Axis attributes: negative axes count from the end; reductions' `axis` and `exclude`;
+an `axis` list that may be None (every axis)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,14 @@ def reduce_axes(ndim: int, axis: Iterable[int] | None, exclude: bool) -> tuple[i
     if exclude:
         return tuple(i for i in range(ndim) if i not in chosen)
     return tuple(sorted(chosen))
+
+
+def listed_axes(axis: Iterable[int] | None, ndim: int, what: str = "axis") -> tuple[int, ...]:
+    """The axes an optional axis list names, normalized and in increasing order.
+
+    None names every axis (`nn.l2_normalize`'s `axis=None`, TVM's null array); an empty
+    list names none. An axis out of range or given twice is an error.
+    """
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(sorted(normalize_axes(axis, ndim, what)))

@@ -3,7 +3,8 @@
 `padding` has 1 value (every side), one per spatial axis (both sides) or two per spatial
 axis (all befores, then all afters: `[top, left, bottom, right]` in 2-D).
 
-`strided_slice` canonicalizes begin and end like TVM: with `axes` None the lists cover the
+`strided_slice` canonicalizes begin and end like TVM: `strides` None (or omitted) means a
+stride of 1 on every sliced axis (TVM's Python default); with `axes` None the lists cover the
 leading axes and the rest is padded (whole axis with stride 1; a missing end with a
 negative stride is 0, which TVM keeps); in "size" mode `end` holds lengths (negative: to
 the end) and strides are 1; a negative index counts from the end, then it is clamped to
@@ -42,26 +43,28 @@ def strided_slice_axes(
     ndim: int,
     begin: Sequence[int],
     end: Sequence[int],
-    strides: Sequence[int],
+    strides: Sequence[int] | None,
     axes: Sequence[int] | None,
     slice_mode: str,
     subject: str = "the input",
 ) -> list[tuple[int, int, int, int]]:
     """`(axis, begin, end, stride)` of each sliced axis, before clamping to the axis.
 
-    `subject` names the input in messages. The stride is never 0 (an error).
+    `strides` None means 1 on every sliced axis. `subject` names the input in messages.
+    The stride is never 0 (an error).
     """
     if slice_mode not in ("end", "size"):
         raise SemanticsError(
             f'the attribute `slice_mode` must be one of "end", "size", not "{slice_mode}"'
         )
-    begin, end, strides = list(begin), list(end), list(strides)
+    given = strides
+    begin, end = list(begin), list(end)
+    strides = [1] * (len(begin) if axes is None else len(axes)) if given is None else list(given)
     if axes is not None:
         if not len(axes) == len(begin) == len(end) == len(strides):
-            raise SemanticsError(
-                f"axes={list(axes)}, begin={begin}, end={end} and strides={strides} must "
-                "have the same length"
-            )
+            lists = f"axes={list(axes)}, begin={begin}"
+            lists += f" and end={end}" if given is None else f", end={end} and strides={strides}"
+            raise SemanticsError(f"{lists} must have the same length")
         chosen = normalize_axes(axes, ndim)
     else:
         for name, values in (("begin", begin), ("end", end), ("strides", strides)):
@@ -105,11 +108,12 @@ def strided_slice_ranges(
     shape: Sequence[int],
     begin: Sequence[int],
     end: Sequence[int],
-    strides: Sequence[int],
+    strides: Sequence[int] | None,
     axes: Sequence[int] | None,
     slice_mode: str,
 ) -> list[tuple[int, int, int] | None]:
-    """`(first, stride, count)` per axis of a static `shape` (None: the axis is not sliced)."""
+    """`(first, stride, count)` per axis of a static `shape` (None: the axis is not sliced;
+    `strides` None: 1 on every sliced axis)."""
     ranges: list[tuple[int, int, int] | None] = [None] * len(shape)
     for ax, b, e, s in strided_slice_axes(len(shape), begin, end, strides, axes, slice_mode):
         first, count = slice_range(ax, b, e, s, shape[ax])
