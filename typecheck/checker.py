@@ -15,10 +15,18 @@ instantiated afresh at every call in the body.
 
 Polymorphism: a call of a function with type parameters instantiates them with fresh
 holes (or the call's explicit `type_args`). A global or constructor is instantiated at
-every use, also when it is passed as a value (`@map(@id, %l)`, `@map(Some, %l)`), which
-is friendlier than Relay (there, only calls instantiate). Each use of a global from
-outside the group being inferred also gets fresh copies of its shape variables; copies
-that nothing binds resolve to `?`.
+every use, also when it is passed as a value (`@map(@id, %l)`, `@map(Some, %l)`), except
+when it is bound by `let` (`let %g = @id;`): the variable keeps the polymorphic type and
+each call of it instantiates it afresh. A polymorphic value (a `fn[A]` literal, a
+variable of polymorphic type) where a function that is not polymorphic is expected is
+instantiated by the solver (see `solver.py`), and two branches of an `if` or `match`, one
+polymorphic and one not, join at the plain one's type. Each use of a global from outside
+the group being inferred also gets fresh copies of its shape variables; copies that
+nothing binds resolve to `?`.
+
+Where errors point: a problem with a child of a node is reported at the child as it is
+written there (`locate.Use`): for a variable or a value bound in graph form, that is the
+text of the use, with a note saying where it is bound.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from ..lang.types import (
     TypeVar,
 )
 from .constraints import DeferredCall, OpCall, Projection, project
+from .locate import Use, binding_notes
 from .patterns import bind_pattern, check_exhaustive, plural
 from .relations import RELATIONS
 from .scope import Scope
@@ -81,15 +90,11 @@ _CONSTANT_TYPES: dict[tuple[tuple[int, ...], object], TensorType] = {}
 Step = Generator[Any, Any, Type]
 
 
-def _at(node: Expr, parent: Expr) -> Span | None:
-    """Where to report a problem with `node` as a part of `parent`.
-
-    Variables, globals and constructors are shared by all their uses (a variable's span
-    is where it is bound), so a problem with one of them is shown at the use site.
-    """
-    if node.span is None or isinstance(node, Var | GlobalVar | Constructor | Op):
-        return parent.span if parent.span is not None else node.span
-    return node.span
+def _place(at: Span | Use | None) -> tuple[Span | None, tuple[str, ...]]:
+    """The span of an error and notes saying where a value used there is bound."""
+    if isinstance(at, Use):
+        return at.place()
+    return at, ()
 
 
 def _callee_text(e: Expr) -> str:
@@ -148,26 +153,42 @@ class Checker:
         """`notes`, plus "in @f" when there is no span to show where the problem is."""
         return (*notes, *self._where) if span is None else notes
 
-    def error(self, span: Span | None, message: str, *notes: str) -> IncompleteType:
+    def error(self, at: Span | Use | None, message: str, *notes: str) -> IncompleteType:
         """Report an error; return a poisoned hole to stand for the faulty node's type."""
-        self.solver.report(Diagnostic("error", message, span, self.notes(span, *notes)))
+        span, bound = _place(at)
+        self.solver.report(Diagnostic("error", message, span, self.notes(span, *notes, *bound)))
         return self.solver.fresh_poisoned()
 
-    def expect(self, expected: Type, found: Type, span: Span | None, what: str) -> bool:
-        """Unify, reporting "what: expected E, found F" at `span` on failure."""
+    def expect(self, expected: Type, found: Type, at: Span | Use | None, what: str) -> bool:
+        """Unify, reporting "what: expected E, found F" on failure.
+
+        `at` is where: a span, or a `Use` (a child in its parent) placed only on failure.
+        """
         try:
             self.solver.unify(expected, found)
         except UnifyError as exc:
+            span, bound = _place(at)
+            if isinstance(at, Use):
+                bound = (*self._generic_note(at.child), *bound)
             self.solver.report(
                 Diagnostic(
                     "error",
                     f"{what}: expected `{type_text(exc.lhs)}`, found `{type_text(exc.rhs)}`",
                     span,
-                    self.notes(span, exc.reason),
+                    self.notes(span, exc.reason, *bound),
                 )
             )
             return False
         return True
+
+    def _generic_note(self, e: Expr) -> tuple[str, ...]:
+        """For a polymorphic global or constructor, a note showing its type before it was
+        instantiated (the message shows the instance)."""
+        t = self._shared.get(e)
+        if not isinstance(t, FuncType) or not t.type_params:
+            return ()
+        name = f"@{e.name_hint}" if isinstance(e, GlobalVar) else getattr(e, "name_hint", "")
+        return (f"`{name}` has type `{type_text(t)}`; no instance of it fits here",)
 
     # ------------------------------------------------------------------ leaves
     def _var(self, v: Var) -> Type:
@@ -189,6 +210,16 @@ class Checker:
         sig, dims = self._global_signature(gv)
         self._shared.setdefault(gv, sig)
         return self._value_instance(sig, dims)
+
+    def _generic_value(self, e: GlobalVar | Constructor) -> Type:
+        """A global or constructor bound by `let`: its polymorphic type (fresh shape
+        variables), instantiated at each use of the variable."""
+        if isinstance(e, GlobalVar):
+            sig, dims = self._global_signature(e)
+            self._shared.setdefault(e, sig)
+        else:
+            sig, dims = self._constructor_type(e), []
+        return substitute(sig, {}, {d: self.solver.fresh_dim(d) for d in dims}) if dims else sig
 
     def _value_instance(self, t: Type, dims: list[ShapeVar]) -> Type:
         """A global or constructor used as a value (not called): a fresh instance of its
@@ -281,7 +312,10 @@ class Checker:
                 result = self.solver.add(constraint)
         else:
             field_type = project(known, e.index)
-            result = self.error(e.span, field_type) if isinstance(field_type, str) else field_type
+            if isinstance(field_type, str):
+                result = self.error(e.span, field_type, *binding_notes(e.tuple_value))
+            else:
+                result = field_type
         self.types[e] = result
         return result
 
@@ -297,6 +331,8 @@ class Checker:
             if var_type is None and isinstance(value, Function):
                 var_type = self._var(var)  # in scope in its own value: recursion
             value_type = types.get(value)
+            if value_type is None and isinstance(value, GlobalVar | Constructor):
+                value_type = self._generic_value(value)  # stays polymorphic in the body
             if value_type is None:
                 value_type = yield self._sub(value)
                 var_type = types.get(var)  # the value may have used it (ill-scoped, but typed)
@@ -320,28 +356,45 @@ class Checker:
     def _expect_annotation(self, var: Var, value_type: Type, value: Expr, let: Let) -> None:
         name = f"`%{var.name_hint}`" if var.name_hint else "the variable"
         what = f"the value bound to {name} does not have its declared type"
-        self.expect(self.types[var], value_type, _at(value, let), what)
+        self.expect(self.types[var], value_type, Use(value, let, "value"), what)
 
     def _if(self, e: If) -> Step:
         types = self.types
         cond = types.get(e.cond)
         if cond is None:
             cond = yield self._sub(e.cond)
-        self.expect(BOOL_SCALAR, cond, _at(e.cond, e), "the condition of `if`")
+        self.expect(BOOL_SCALAR, cond, Use(e.cond, e, "cond"), "the condition of `if`")
         then_type = types.get(e.true_branch)
         if then_type is None:
             then_type = yield self._sub(e.true_branch)
         else_type = types.get(e.false_branch)
         if else_type is None:
             else_type = yield self._sub(e.false_branch)
+        then_type = self._instance_like(then_type, else_type)
         self.expect(
             then_type,
             else_type,
-            _at(e.false_branch, e),
+            Use(e.false_branch, e, "else"),
             "the `else` branch has a different type than the `then` branch",
         )
         types[e] = then_type
         return then_type
+
+    def _instance_like(self, t: Type, other: Type) -> Type:
+        """`t`, instantiated if it is a polymorphic function and `other` is a function that
+        is not: two branches that join must have one type, so the polymorphic one is
+        used at the other's type."""
+        known = self.solver.find(t)
+        if not isinstance(known, FuncType) or not known.type_params:
+            return t
+        peer = self.solver.find(other)
+        if not isinstance(peer, FuncType) or peer.type_params:
+            return t
+        mapping: dict[TypeVar, Type] = {p: self.solver.fresh() for p in known.type_params}
+        return func_type(
+            [substitute(a, mapping) for a in known.arg_types],
+            substitute(known.ret_type, mapping),
+        )
 
     def _function(self, e: Function) -> Step:
         types = self.types
@@ -357,7 +410,9 @@ class Checker:
         ret = body
         if e.ret_type is not None:
             ret = e.ret_type
-            self.expect(ret, body, _at(e.body, e), "the body of the function has the wrong type")
+            self.expect(
+                ret, body, Use(e.body, e, "body"), "the body of the function has the wrong type"
+            )
         result = func_type(params, ret, e.type_params)
         types[e] = result
         return result
@@ -380,7 +435,7 @@ class Checker:
             result = known.value
         else:
             result = self.solver.fresh()
-            if not self.expect(RefType(result), t, _at(e.ref, e), "`ref_read` of a value"):
+            if not self.expect(RefType(result), t, Use(e.ref, e, "ref"), "`ref_read` of a value"):
                 self.solver.poison(result)
         self.types[e] = result
         return result
@@ -403,7 +458,7 @@ class Checker:
         if data is None:
             data = yield self._sub(e.data)
         result: Type | None = None
-        for clause in e.clauses:
+        for index, clause in enumerate(e.clauses):
             if not bind_pattern(self, clause.lhs, data, e):
                 data = self.solver.fresh_poisoned()  # one message for a wrong scrutinee
             arm = types.get(clause.rhs)
@@ -412,10 +467,11 @@ class Checker:
             if result is None:
                 result = arm
             else:
+                result = self._instance_like(result, arm)
                 self.expect(
                     result,
                     arm,
-                    _at(clause.rhs, e),
+                    Use(clause.rhs, e, "arm", index),
                     "this `match` arm has a different type than the first arm",
                 )
         if result is None:
@@ -517,7 +573,7 @@ class Checker:
                 f"but {len(args)} {'was' if len(args) == 1 else 'were'} given",
             )
         for i, (param, arg, node) in enumerate(zip(params, args, e.args)):
-            self.expect(param, arg, _at(node, e), f"argument {i + 1} of {what}")
+            self.expect(param, arg, Use(node, e, "arg", i), f"argument {i + 1} of {what}")
 
     def _apply(self, e: Call, callee_type: Type, args: list[Type]) -> Type:
         known = self.solver.find(callee_type)
@@ -542,7 +598,11 @@ class Checker:
         what = _callee_text(e.op)
         if not isinstance(f, FuncType):
             shown = type_text(self.solver.resolve(f))
-            return self.error(e.span, f"cannot call {what}: it has type `{shown}`, not a function")
+            return self.error(
+                e.span,
+                f"cannot call {what}: it has type `{shown}`, not a function",
+                *binding_notes(e.op),
+            )
         params = list(f.arg_types)
         ret = f.ret_type
         if f.type_params:

@@ -9,15 +9,12 @@ from ..lang.diagnostics import Diagnostic
 from ..lang.expr import Match, Pattern, PatternConstructor, PatternTuple, PatternVar
 from ..lang.types import TupleType, Type, TypeVar
 from .exhaustive import missing_cases, pattern_text
+from .locate import Use
+from .show import plural
 from .subst import substitute, tuple_type, type_call
 
 if TYPE_CHECKING:
     from .checker import Checker
-
-
-def plural(n: int, word: str) -> str:
-    """`1 field`, `2 fields`."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def bind_pattern(checker: Checker, pattern: Pattern, scrutinee: Type, match: Match) -> bool:
@@ -26,6 +23,7 @@ def bind_pattern(checker: Checker, pattern: Pattern, scrutinee: Type, match: Mat
     Returns False if the pattern as a whole does not fit the scrutinee.
     """
     span = match.span
+    at_scrutinee = Use(match.data, match, "scrutinee")
     solver = checker.solver
     top_fits = True
     stack: list[tuple[Pattern, Type]] = [(pattern, scrutinee)]
@@ -59,7 +57,7 @@ def bind_pattern(checker: Checker, pattern: Pattern, scrutinee: Type, match: Mat
             fits = checker.expect(
                 expected,
                 type_call(data.header, fresh),
-                span,
+                at_scrutinee if top else span,
                 f"pattern `{pattern_text(p)}` does not fit the matched value",
             )
             top_fits = top_fits and (fits or not top)
@@ -84,7 +82,7 @@ def bind_pattern(checker: Checker, pattern: Pattern, scrutinee: Type, match: Mat
             ok = checker.expect(
                 expected,
                 tuple_type(fields),
-                span,
+                at_scrutinee if top else span,
                 f"pattern `{pattern_text(p)}` does not fit the matched value",
             )
             top_fits = top_fits and (ok or not top)

@@ -64,3 +64,8 @@ def type_text(t: Type) -> str:
     if isinstance(t, IncompleteType):
         return "_"
     return repr(t)
+
+
+def plural(n: int, word: str) -> str:
+    """`1 field`, `2 fields`."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

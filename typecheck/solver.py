@@ -10,8 +10,12 @@ another shape variable, an integer or `?`. `unify(a, b)` makes two types equal o
   a shape variable is bound to the other side, `? ~ x` succeeds and binds nothing);
 * `TupleType`, `RefType`, `TypeCall` (same ADT, arguments unified; a bare
   `GlobalTypeVar` is the ADT applied to nothing);
-* `FuncType`: same arity and number of type parameters; the right side's type parameters
-  are renamed to the left side's before unifying;
+* `FuncType`: same arity; the right side's type parameters are renamed to the left
+  side's before unifying. A polymorphic function where a less polymorphic one is expected
+  is instantiated: its extra type parameters become fresh holes (as in TVM). Only the
+  side that provides the value may be instantiated: the right side (`unify(expected,
+  found)`), the left side inside function parameters, neither inside references and ADT
+  arguments (so a monomorphic function is never accepted as a polymorphic one);
 * `TypeVar` is rigid: it is equal only to itself (a hole may be bound to it);
 * a hole is bound to the other side, after an occurs check.
 
@@ -49,8 +53,14 @@ from ..lang.types import (
     TypeCall,
     TypeVar,
 )
-from .show import dim_text, type_text
+from .show import dim_text, plural, type_text
 from .subst import func_type, substitute, tuple_type, type_call
+
+_INVARIANT = 0
+_FOUND_RIGHT = 1
+_FOUND_LEFT = -1
+"""Which side of a unification is the value whose polymorphic type may be instantiated
+(the other is what the context expects); flipped inside function parameters."""
 
 
 class UnifyError(TypeCheckError):
@@ -260,17 +270,18 @@ class TypeSolver:
 
     # ---------------------------------------------------------------- unification
     def unify(self, lhs: Type, rhs: Type) -> None:
-        """Make `lhs` and `rhs` equal, or raise `UnifyError`.
+        """Make `lhs` (what is expected) and `rhs` (what is found) equal, or raise `UnifyError`.
 
         On failure, bindings made before the conflict was found are kept (as in TVM);
         the caller reports the error and carries on.
         """
         try:
-            self._unify(lhs, rhs)
+            self._unify(lhs, rhs, _FOUND_RIGHT)
         except _Mismatch as exc:
             raise UnifyError(self.resolve(lhs), self.resolve(rhs), exc.reason) from None
 
-    def _unify(self, a: Type, b: Type) -> None:
+    def _unify(self, a: Type, b: Type, found: int = _INVARIANT) -> None:
+        """Unify; `found` says which side is the value (may be instantiated), if either."""
         a = self.find(a)
         b = self.find(b)
         if a is b:
@@ -289,11 +300,11 @@ class TypeSolver:
                 )
             for i, (x, y) in enumerate(zip(fa, fb)):
                 try:
-                    self._unify(x, y)
+                    self._unify(x, y, found)
                 except _Mismatch as exc:
                     raise _Mismatch(f"field {i}: {exc.reason}") from None
         elif isinstance(a, FuncType) and isinstance(b, FuncType):
-            self._unify_func(a, b)
+            self._unify_func(a, b, found)
         elif isinstance(a, RefType) and isinstance(b, RefType):
             self._unify(a.value, b.value)
         elif isinstance(a, TypeCall | GlobalTypeVar) and isinstance(b, TypeCall | GlobalTypeVar):
@@ -355,17 +366,28 @@ class TypeSolver:
             return
         raise _Mismatch(f"{dim_text(x)} does not match {dim_text(y)}")
 
-    def _unify_func(self, a: FuncType, b: FuncType) -> None:
+    def _unify_func(self, a: FuncType, b: FuncType, found: int) -> None:
         if len(a.arg_types) != len(b.arg_types):
             raise _Mismatch(
                 f"a function of {len(a.arg_types)} parameters does not match "
                 f"a function of {len(b.arg_types)} parameters"
             )
-        if len(a.type_params) != len(b.type_params):
-            raise _Mismatch(
-                f"a function with {len(a.type_params)} type parameters does not match "
-                f"a function with {len(b.type_params)} type parameters"
-            )
+        na, nb = len(a.type_params), len(b.type_params)
+        if na != nb:
+            if (na > nb and found != _FOUND_LEFT) or (nb > na and found != _FOUND_RIGHT):
+                raise _Mismatch(
+                    f"a function with {plural(na, 'type parameter')} does not match "
+                    f"a function with {plural(nb, 'type parameter')}"
+                    + (
+                        " (a function that is not polymorphic cannot be used as one)"
+                        if found != _INVARIANT
+                        else ""
+                    )
+                )
+            if na > nb:
+                a = self._instantiate_extra(a, nb)
+            else:
+                b = self._instantiate_extra(b, na)
         b_args, b_ret = b.arg_types, b.ret_type
         if a.type_params and any(x is not y for x, y in zip(a.type_params, b.type_params)):
             renaming: dict[TypeVar, Type] = dict(zip(b.type_params, a.type_params))
@@ -373,13 +395,24 @@ class TypeSolver:
             b_ret = substitute(b_ret, renaming)
         for i, (x, y) in enumerate(zip(a.arg_types, b_args)):
             try:
-                self._unify(x, y)
+                self._unify(x, y, -found)
             except _Mismatch as exc:
                 raise _Mismatch(f"parameter {i}: {exc.reason}") from None
         try:
-            self._unify(a.ret_type, b_ret)
+            self._unify(a.ret_type, b_ret, found)
         except _Mismatch as exc:
             raise _Mismatch(f"result: {exc.reason}") from None
+
+    def _instantiate_extra(self, f: FuncType, keep: int) -> FuncType:
+        """`f` with its type parameters after the first `keep` replaced by fresh holes."""
+        extra = f.type_params[keep:]
+        mapping: dict[TypeVar, Type] = {p: self.fresh() for p in extra}
+        return func_type(
+            [substitute(t, mapping) for t in f.arg_types],
+            substitute(f.ret_type, mapping),
+            f.type_params[:keep],
+            f.type_constraints,
+        )
 
     def _unify_adt(self, a: TypeCall | GlobalTypeVar, b: TypeCall | GlobalTypeVar) -> None:
         fa, args_a = (a.func, a.args) if isinstance(a, TypeCall) else (a, ())

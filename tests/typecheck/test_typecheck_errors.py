@@ -45,13 +45,14 @@ def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(4), float32], %c: int32) {
 def @other(%y: float32) -> int32 { %y }
 """
     found = errors_of(src)
+    # A variable is shown where it is used, not where it is bound.
     assert [(line, col) for line, col, _ in found] == [
         (3, 8),
-        (4, 8),
-        (5, 8),
+        (4, 11),
+        (5, 12),
         (5, 30),
         (7, 3),
-        (9, 1),
+        (9, 36),
     ]
     messages = [m for _, _, m in found]
     assert messages[0] == (
