@@ -1,8 +1,9 @@
 """Inputs and outputs of `relay run`: `.npz` files, seeded random inputs, flattened results.
 
 Contract (DESIGN.md): inputs come from `--inputs x.npz` keyed by `@main`'s parameter names
-without `%`; missing ones are filled with seeded random data of the annotated type; the
-result goes to `--output y.npz` as `out` for a tensor or `out0`, `out1`, ... for a tuple
+without `%`; missing ones are filled with seeded random data of the annotated type (refused,
+with the byte count, before allocating when the tensor cannot fit in memory); the result
+goes to `--output y.npz` as `out` for a tensor or `out0`, `out1`, ... for a tuple
 (nested tuples flattened depth first).
 """
 
@@ -14,9 +15,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .backend.runtime.native import check_fits
+from .backend.runtime.plan import tensor_nbytes
 from .lang.diagnostics import Error, InputError
 from .lang.dtype import numpy_dtype
 from .lang.expr import Function
+from .lang.printer import print_type
 from .lang.types import TensorType
 
 
@@ -45,6 +49,11 @@ def random_input(name: str, annotation: object, rng: np.random.Generator) -> np.
         )
     shape = tuple(d for d in annotation.shape if isinstance(d, int))
     dtype = numpy_dtype(annotation.dtype)
+    check_fits(
+        tensor_nbytes(shape, annotation.dtype),
+        "the model",
+        f"for input `{name}`, a {print_type(annotation)}, alone",
+    )
     if dtype.kind == "f":
         return rng.standard_normal(shape).astype(dtype)
     if dtype.kind == "b":

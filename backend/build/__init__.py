@@ -7,18 +7,20 @@ point, all for a `Target`) → `backend.runtime.CompiledModel`. Artifacts: `save
 and `load_artifact` write and read a compiled model without recompiling.
 
 * `graph_plan`: `plan_graph`, `NotCompilable`.
-* `memory_plan`: `plan_memory` (workspace offsets by liveness).
-* `compile_plan`: `compile_plan`, `place_slots`.
-* `artifact`: `save_artifact`, `load_artifact`, `ARTIFACT_FORMAT`.
+* `memory_plan`: `plan_memory` (workspace offsets by liveness), `place_slots`.
+* `compile_plan`: `compile_plan`.
+* `artifact`: `save_artifact`, `load_artifact` (refusing damaged or foreign files with an
+  `ArtifactError`), `ARTIFACT_FORMAT`.
 """
 
-from .artifact import ARTIFACT_FORMAT, load_artifact, save_artifact
-from .compile_plan import compile_plan, place_slots
+from .artifact import ARTIFACT_FORMAT, ArtifactError, load_artifact, save_artifact
+from .compile_plan import compile_plan
 from .graph_plan import NotCompilable, plan_graph
-from .memory_plan import plan_memory
+from .memory_plan import place_slots, plan_memory
 
 __all__ = [
     "ARTIFACT_FORMAT",
+    "ArtifactError",
     "NotCompilable",
     "compile_plan",
     "load_artifact",

@@ -6,9 +6,13 @@ entry function that calls the kernels in order, and places the intermediate tens
 workspace by liveness (`memory_plan`). A kernel whose operators have no compute definition
 is kept as a primitive function that the model runs in the interpreter.
 
-The thread pool is set to the target's thread count. A model compiled for CPU features this
-host lacks can be saved (to run elsewhere) but not run here: running it is an `Error` naming
-the features, never an illegal instruction.
+A model whose tensors need more memory than this machine has is refused first, with the
+byte count, before anything is compiled or allocated; so is a kernel computing a tensor
+too big for 64-bit indices. Symbol names carry the plan's digest (`plan_digest`), so a
+saved artifact's object code commits to its plan. The thread pool is set to the target's
+thread count. A model compiled for CPU features this host lacks can be saved (to run
+elsewhere) but not run here: running it is an `Error` naming the features, never an
+illegal instruction.
 """
 
 from __future__ import annotations
@@ -21,19 +25,22 @@ import numpy as np
 
 from ...lang.diagnostics import Error
 from ...lang.expr import Function
-from ...lang.printer import print_expr
+from ...lang.printer import print_expr, print_type
+from ...lang.traversal import post_order
+from ...lang.types import TensorType
+from ...typecheck import infer_expr
 from ...typecheck.result import ModuleTypes
 from ..codegen import threadpool
 from ..codegen.compile import compile_module
 from ..codegen.entry import BufferRef, EntryPlan, KernelCall
 from ..lower.lower_func import LoweredKernel, LoweringError, lower_primitive
-from ..runtime.compiled import CompiledModel, CompileStats, KernelInfo
-from ..runtime.plan import GraphPlan, MemoryPlan, flatten_tree
+from ..runtime.compiled import CompiledModel, CompileStats, KernelInfo, check_model_fits
+from ..runtime.plan import GraphPlan, MemoryPlan, tensor_nbytes
 from ..target import Target
 from ..tir.printer import astext as tir_text
 from ..tir.transform import lower_pipeline
-from .artifact import save_artifact
-from .memory_plan import plan_memory
+from .artifact import plan_digest, save_artifact
+from .memory_plan import place_slots
 
 
 class ForeignLibrary:
@@ -62,37 +69,32 @@ def _te_text(fn: Function, lowered: LoweredKernel) -> str:
     )
 
 
-def place_slots(plan: GraphPlan) -> tuple[dict[int, tuple[str, int]], list[int], MemoryPlan]:
-    """Where each slot of `plan` lives — `input`, `param`, `output` (the model's results, in
-    order) or `workspace` — the output slots, and the workspace layout of the rest."""
-    slot_kind: dict[int, tuple[str, int]] = {}
-    output_slots: list[int] = []
-    for s in flatten_tree(plan.output):
-        if plan.slots[s].kind == "kernel" and s not in slot_kind:
-            slot_kind[s] = ("output", len(output_slots))
-            output_slots.append(s)
-    temps = []
-    for s, slot in enumerate(plan.slots):
-        if slot.kind == "input":
-            slot_kind[s] = ("input", slot.index)
-        elif slot.kind == "constant":
-            slot_kind[s] = ("param", slot.index)
-        elif s not in slot_kind:
-            slot_kind[s] = ("workspace", 0)
-            temps.append(s)
-    temp_set = set(temps)
-    sizes = [plan.slots[s].nbytes if s in temp_set else 0 for s in range(len(plan.slots))]
-    memory = plan_memory(
-        sizes,
-        [
-            (
-                tuple(i for i in st.inputs if i in temp_set),
-                tuple(o for o in st.outputs if o in temp_set),
+INDEX_LIMIT = 2**63 - 1
+"""The largest byte size native code can index (loops and offsets are 64-bit integers)."""
+
+
+def check_index_range(fn: Function, types: ModuleTypes | None = None) -> None:
+    """An `Error` at the expression when a tensor that kernel `fn` computes, even one fused
+    away and never stored, has more bytes than 64-bit indices reach (its loops would
+    overflow)."""
+    if types is not None and fn.body in types:
+        table = types
+    else:
+        try:
+            table = infer_expr(fn)
+        except Error:
+            return  # an untyped kernel: lowering says why, or leaves it to the interpreter
+    for node in post_order(fn.body):
+        ty = table.table.get(node)
+        if not isinstance(ty, TensorType) or not all(isinstance(d, int) for d in ty.shape):
+            continue
+        nbytes = tensor_nbytes(tuple(ty.shape), ty.dtype)  # type: ignore[arg-type]
+        if nbytes > INDEX_LIMIT:
+            raise Error.at(
+                getattr(node, "span", None),
+                f"the model computes a {print_type(ty)} of {nbytes} bytes, more than a 64-bit "
+                "size can hold (its loops and indices would overflow)",
             )
-            for st in plan.steps
-        ],
-    )
-    return slot_kind, output_slots, memory
 
 
 def _ref_for(memory: MemoryPlan, slot_kind: dict[int, tuple[str, int]], s: int) -> BufferRef:
@@ -117,13 +119,20 @@ def compile_plan(
     target = target if target is not None else Target.host()
     if target.kind != "llvm":
         raise Error(f"compile_plan compiles for an llvm target, not `{target}`")
+    # Say how much memory the model needs, and refuse, before compiling or allocating.
+    slot_kind, output_slots, memory = place_slots(plan)
+    check_model_fits(plan, memory, sum(c.nbytes for c in plan.constants))
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     params: list[np.ndarray] = list(plan.constants)
     infos: list[KernelInfo] = []
     scheduled: list[tuple[Function, LoweredKernel]] = []
+    # Symbol names carry the plan's digest: the object code commits to the plan it was
+    # compiled for, so loading can tell an edited plan from the one the code expects.
+    prefix = f"{name}_{plan_digest(plan)}"
     for k, fn in enumerate(plan.kernels):
-        kname = f"{name}_k{k}"
+        kname = f"{prefix}_k{k}"
+        check_index_range(fn, types)
         try:
             lowered = lower_primitive(fn, types, kname, target)
         except LoweringError:
@@ -141,7 +150,6 @@ def compile_plan(
         dump["te"] = "\n\n".join(_te_text(fn, lowered) for fn, lowered in scheduled)
         dump["tir"] = "\n\n".join(tir_text(f) for f in prim_funcs)
 
-    slot_kind, output_slots, memory = place_slots(plan)
     entry = None
     if all(i.fallback is None for i in infos):
         calls = []
@@ -151,7 +159,7 @@ def compile_plan(
             refs += [BufferRef("param", p) for p in info.lifted]
             refs += [_ref_for(memory, slot_kind, s) for s in st.outputs]
             calls.append(KernelCall(info.name, tuple(refs)))
-        entry = EntryPlan(f"{name}_main", tuple(calls))
+        entry = EntryPlan(f"{prefix}_main", tuple(calls))
     start = time.perf_counter()
     library: Any = compile_module(prim_funcs, entry=entry, name=name, target=target)
     seconds["codegen"] = time.perf_counter() - start
@@ -184,4 +192,4 @@ def compile_plan(
     )
 
 
-__all__ = ["ForeignLibrary", "compile_plan", "place_slots"]
+__all__ = ["INDEX_LIMIT", "ForeignLibrary", "check_index_range", "compile_plan", "place_slots"]

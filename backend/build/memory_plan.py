@@ -6,13 +6,15 @@ block that fits, else at the end of the workspace), then the blocks of inputs it
 the last time are freed and merged with free neighbours. A kernel therefore never writes
 over a tensor it is still reading. Offsets are multiples of `ALIGNMENT` bytes. The result
 is a `MemoryPlan` value (`backend.runtime.plan`), which the compiled model reads.
+`place_slots(plan)` decides where each slot of a graph plan lives and plans the workspace
+of the intermediates; loading an artifact runs it again to check the stored layout.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..runtime.plan import MemoryPlan
+from ..runtime.plan import GraphPlan, MemoryPlan, flatten_tree
 
 ALIGNMENT = 64
 """Bytes every buffer offset is a multiple of (a cache line; AVX-512 vector width)."""
@@ -79,3 +81,36 @@ def plan_memory(
             release(offsets[b], _aligned(sizes[b]))
     naive = sum(_aligned(sizes[b]) for b in placed)
     return MemoryPlan(tuple(offsets), end, naive)
+
+
+def place_slots(plan: GraphPlan) -> tuple[dict[int, tuple[str, int]], list[int], MemoryPlan]:
+    """Where each slot of `plan` lives — `input`, `param`, `output` (the model's results, in
+    order) or `workspace` — the output slots, and the workspace layout of the rest."""
+    slot_kind: dict[int, tuple[str, int]] = {}
+    output_slots: list[int] = []
+    for s in flatten_tree(plan.output):
+        if plan.slots[s].kind == "kernel" and s not in slot_kind:
+            slot_kind[s] = ("output", len(output_slots))
+            output_slots.append(s)
+    temps = []
+    for s, slot in enumerate(plan.slots):
+        if slot.kind == "input":
+            slot_kind[s] = ("input", slot.index)
+        elif slot.kind == "constant":
+            slot_kind[s] = ("param", slot.index)
+        elif s not in slot_kind:
+            slot_kind[s] = ("workspace", 0)
+            temps.append(s)
+    temp_set = set(temps)
+    sizes = [plan.slots[s].nbytes if s in temp_set else 0 for s in range(len(plan.slots))]
+    memory = plan_memory(
+        sizes,
+        [
+            (
+                tuple(i for i in st.inputs if i in temp_set),
+                tuple(o for o in st.outputs if o in temp_set),
+            )
+            for st in plan.steps
+        ],
+    )
+    return slot_kind, output_slots, memory

@@ -7,6 +7,15 @@ shape, dtype, contiguity) before any native code runs, then makes one native cal
 kernel whose operators have no compute definition runs in the interpreter instead; the
 model then steps through its kernels from Python. `save(path)` writes an artifact with the
 writer the build handed in.
+
+Memory: a model says how many bytes it needs (`model_memory`) and refuses to be made when
+that is more than the machine has, before allocating anything. Threads: `run` may be
+called from several threads at once. Each call takes a workspace of its own from a small
+pool (intermediates are never shared), its outputs are fresh arrays owned by the caller,
+and nothing reads the caller's inputs after `run` returns. The native calls release the
+GIL and run side by side; a parallel loop reached while another call's loop holds the
+thread pool runs inline on its own thread (see `backend.codegen.threadpool`).
+`bench/bench_concurrency.py` measures calls per second with one and several callers.
 """
 
 from __future__ import annotations
@@ -23,9 +32,10 @@ from attrs import define, field, frozen
 from ...lang.diagnostics import Error, InputError
 from ...lang.dtype import dtype_of_array, numpy_dtype
 from ...lang.expr import Function
-from ..target import Target
+from ..target import Target, cpu_count
+from . import native
 from .native import NativeLibrary, aligned_empty
-from .plan import GraphPlan, MemoryPlan, OutputTree
+from .plan import GraphPlan, MemoryPlan, OutputTree, flatten_tree
 
 
 @frozen
@@ -54,8 +64,8 @@ class CompiledModel:
     """A model compiled to native code for `target`; `run(**inputs)` executes it.
 
     `slot_kind[s]` says where slot `s` lives (`input`, `output`, `param` or `workspace`,
-    with an index); `saver` writes the artifact `save` makes. Not re-entrant: one workspace
-    is shared by the runs of a model (a lock serializes concurrent calls)."""
+    with an index); `saver` writes the artifact `save` makes. `run` is safe to call from
+    several threads at once: each call has its own workspace (module docstring)."""
 
     plan: GraphPlan
     kernels: tuple[KernelInfo, ...]
@@ -69,7 +79,8 @@ class CompiledModel:
     target: Target
     saver: Callable[[CompiledModel, str | os.PathLike[str]], None] | None = None
     _workspace: np.ndarray = field(init=False)
-    _lock: threading.Lock = field(init=False, factory=threading.Lock)
+    _idle_workspaces: list[np.ndarray] = field(init=False, factory=list)
+    _pool_lock: threading.Lock = field(init=False, factory=threading.Lock)
     _param_ptrs: Any = field(init=False, default=None)
     _input_specs: list[tuple[str, tuple[int, ...], np.dtype, str]] = field(init=False, factory=list)
     _output_specs: list[tuple[tuple[int, ...], np.dtype]] = field(init=False, factory=list)
@@ -82,9 +93,11 @@ class CompiledModel:
         for s in self.output_slots:
             slot = self.plan.slots[s]
             self._output_specs.append((slot.shape, numpy_dtype(slot.dtype)))
+        check_model_fits(self.plan, self.memory, sum(p.nbytes for p in self.params))
         # Workspace offsets are multiples of 64 bytes from a 64-byte aligned base; parameters,
         # like inputs, need only element alignment.
-        self._workspace = aligned_empty((max(1, self.memory.workspace_bytes),), np.uint8)
+        self._workspace = self._new_workspace()
+        self._idle_workspaces.append(self._workspace)
         self.params = tuple(np.require(p, requirements="C") for p in self.params)
         self._param_ptrs = (ctypes.c_void_p * max(1, len(self.params)))(
             *[p.ctypes.data for p in self.params]
@@ -147,7 +160,8 @@ class CompiledModel:
         arrays = self._check_inputs(args, inputs)
         outputs = [np.empty(shape, dt) for shape, dt in self._output_specs]
         by_slot = dict(zip(self.output_slots, outputs))
-        with self._lock:
+        workspace = self._take_workspace()
+        try:
             if self.entry_name is not None:
                 in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
                 out_ptrs = (ctypes.c_void_p * max(1, len(outputs)))(
@@ -157,14 +171,38 @@ class CompiledModel:
                     in_ptrs,
                     out_ptrs,
                     self._param_ptrs,
-                    ctypes.c_void_p(self._workspace.ctypes.data),
+                    ctypes.c_void_p(workspace.ctypes.data),
                 )
             else:
-                self._run_steps(arrays, by_slot)
-            return self._result(self.plan.output, arrays, by_slot, set())
+                self._run_steps(arrays, by_slot, workspace)
+            # Inputs and parameters in the result are copies: nothing the caller gets
+            # aliases an input (or the model), and no input is read after `run` returns.
+            return self._result(self.plan.output, arrays, by_slot, set(), workspace)
+        finally:
+            self._give_back(workspace)
+
+    def _new_workspace(self) -> np.ndarray:
+        return aligned_empty((max(1, self.memory.workspace_bytes),), np.uint8)
+
+    def _take_workspace(self) -> np.ndarray:
+        """A workspace no other call is using: an idle one, else a new one."""
+        with self._pool_lock:
+            if self._idle_workspaces:
+                return self._idle_workspaces.pop()
+        return self._new_workspace()
+
+    def _give_back(self, workspace: np.ndarray) -> None:
+        """Keep `workspace` for later calls (at most one per CPU stays allocated)."""
+        with self._pool_lock:
+            if len(self._idle_workspaces) < max(1, cpu_count()):
+                self._idle_workspaces.append(workspace)
 
     def _slot_array(
-        self, s: int, arrays: list[np.ndarray], outputs: dict[int, np.ndarray]
+        self,
+        s: int,
+        arrays: list[np.ndarray],
+        outputs: dict[int, np.ndarray],
+        workspace: np.ndarray,
     ) -> np.ndarray:
         slot = self.plan.slots[s]
         kind, index = self.slot_kind[s]
@@ -175,14 +213,16 @@ class CompiledModel:
         if kind == "output":
             return outputs[s]
         offset = self.memory.offsets[s]
-        view = self._workspace[offset : offset + slot.nbytes].view(numpy_dtype(slot.dtype))
+        view = workspace[offset : offset + slot.nbytes].view(numpy_dtype(slot.dtype))
         return view.reshape(slot.shape)
 
-    def _run_steps(self, arrays: list[np.ndarray], by_slot: dict[int, np.ndarray]) -> None:
+    def _run_steps(
+        self, arrays: list[np.ndarray], by_slot: dict[int, np.ndarray], workspace: np.ndarray
+    ) -> None:
         for step in self.plan.steps:
             info = self.kernels[step.kernel]
-            ins = [self._slot_array(s, arrays, by_slot) for s in step.inputs]
-            outs = [self._slot_array(s, arrays, by_slot) for s in step.outputs]
+            ins = [self._slot_array(s, arrays, by_slot, workspace) for s in step.inputs]
+            outs = [self._slot_array(s, arrays, by_slot, workspace) for s in step.outputs]
             if info.fallback is not None:
                 _run_fallback(info.fallback, ins, outs)
                 continue
@@ -196,16 +236,17 @@ class CompiledModel:
         arrays: list[np.ndarray],
         outputs: dict[int, np.ndarray],
         handed: set[int],
+        workspace: np.ndarray,
     ) -> Any:
         """The result shaped like `tree`: a kernel output the first time its slot appears,
         a copy for inputs, parameters and repeated slots (results never alias)."""
         if isinstance(tree, int):
-            array = self._slot_array(tree, arrays, outputs)
+            array = self._slot_array(tree, arrays, outputs, workspace)
             if tree in outputs and tree not in handed:
                 handed.add(tree)
                 return array
             return array.copy()
-        return tuple(self._result(t, arrays, outputs, handed) for t in tree)
+        return tuple(self._result(t, arrays, outputs, handed, workspace) for t in tree)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the artifact (object code, plan, parameters, target in one zip file) that
@@ -213,6 +254,25 @@ class CompiledModel:
         if self.saver is None:
             raise Error("this compiled model cannot be saved (it was made without a build)")
         self.saver(self, path)
+
+
+def model_memory(plan: GraphPlan, memory: MemoryPlan, param_bytes: int) -> dict[str, int]:
+    """Bytes a model needs to run once, by use: `inputs`, `outputs` (every leaf of the
+    result), `parameters` and `workspace` (exact integers, never wrapped)."""
+    return {
+        "inputs": sum(plan.slots[s].nbytes for s in plan.input_slots),
+        "outputs": sum(plan.slots[s].nbytes for s in flatten_tree(plan.output)),
+        "parameters": param_bytes,
+        "workspace": memory.workspace_bytes,
+    }
+
+
+def check_model_fits(plan: GraphPlan, memory: MemoryPlan, param_bytes: int) -> None:
+    """An `Error` saying how many bytes the model needs when this machine cannot hold them
+    (checked before anything of that size is allocated)."""
+    needs = model_memory(plan, memory, param_bytes)
+    detail = ", ".join(f"{what} {n}" for what, n in needs.items())
+    native.check_fits(sum(needs.values()), "the model", detail)
 
 
 def _run_fallback(fn: Function, ins: list[np.ndarray], outs: list[np.ndarray]) -> None:

@@ -6,14 +6,22 @@ make such arrays. A compiled model calls its library through `NativeLibrary`: `g
 gives a ctypes function of `void*` arguments. Libraries are made and loaded by
 `backend.codegen` (LLVM through llvmlite) and handed in by `backend.build`, so this layer
 needs no code generator.
+
+Memory: `memory_limit_bytes()` is what this process may use at most (physical memory, or
+a smaller cgroup limit); `check_fits(nbytes, subject)` is the `Error` that says a tensor or
+a model cannot fit, raised before anything is allocated.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from ...lang.diagnostics import Error
 
 ALIGNMENT = 64
 """Byte alignment of the buffers `aligned_empty` makes (a cache line; an AVX-512 vector)."""
@@ -46,4 +54,57 @@ def aligned_copy(array: Any) -> np.ndarray:
     return out
 
 
-__all__ = ["ALIGNMENT", "NativeLibrary", "aligned_copy", "aligned_empty"]
+_CGROUP_LIMITS = (
+    Path("/sys/fs/cgroup/memory.max"),  # cgroup v2
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),  # cgroup v1
+)
+_INT64_MAX = 2**63 - 1
+
+
+def memory_limit_bytes() -> int:
+    """The most memory this process can have: physical memory, or the cgroup's limit when
+    that is smaller (read on every call; cheap)."""
+    try:
+        limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        limit = _INT64_MAX
+    for path in _CGROUP_LIMITS:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            limit = min(limit, int(text))
+    return limit
+
+
+def bytes_text(nbytes: int) -> str:
+    """`N bytes (X GiB)`: a byte count for people, exact and rounded."""
+    return f"{nbytes} bytes ({nbytes / 2**30:.2f} GiB)"
+
+
+def check_fits(nbytes: int, subject: str, detail: str = "") -> None:
+    """An `Error` when `nbytes` (an exact count, never wrapped) is more than this machine's
+    memory or than a 64-bit size can hold: "`subject` needs N bytes (X GiB) of memory ...".
+    `detail`, when given, follows the count in parentheses (what the bytes are for)."""
+    limit = memory_limit_bytes()
+    if nbytes <= limit and nbytes <= _INT64_MAX:
+        return
+    why = (
+        "more than a 64-bit size can hold"
+        if nbytes > _INT64_MAX
+        else f"more than this machine has: {bytes_text(limit)}"
+    )
+    extra = f" ({detail})" if detail else ""
+    raise Error(f"{subject} needs {bytes_text(nbytes)} of memory{extra}, {why}")
+
+
+__all__ = [
+    "ALIGNMENT",
+    "NativeLibrary",
+    "aligned_copy",
+    "aligned_empty",
+    "bytes_text",
+    "check_fits",
+    "memory_limit_bytes",
+]

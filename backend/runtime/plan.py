@@ -8,6 +8,7 @@ These are plain values. `backend.build` makes them (`plan_graph` from a fused `@
 
 from __future__ import annotations
 
+import math
 from typing import Union
 
 import numpy as np
@@ -29,8 +30,14 @@ class Slot:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the tensor (bool takes one byte per element)."""
-        return int(np.prod(self.shape, dtype=np.int64)) * numpy_dtype(self.dtype).itemsize
+        """Bytes of the tensor (bool takes one byte per element), exact: a Python integer
+        that never wraps, however large the shape."""
+        return tensor_nbytes(self.shape, self.dtype)
+
+
+def tensor_nbytes(shape: tuple[int, ...], dtype: str) -> int:
+    """Bytes of a tensor of `shape` and `dtype`, computed without overflow."""
+    return math.prod(shape) * numpy_dtype(dtype).itemsize
 
 
 @frozen
@@ -88,4 +95,12 @@ class MemoryPlan:
         return self.naive_bytes - self.workspace_bytes
 
 
-__all__ = ["GraphPlan", "KernelStep", "MemoryPlan", "OutputTree", "Slot", "flatten_tree"]
+__all__ = [
+    "GraphPlan",
+    "KernelStep",
+    "MemoryPlan",
+    "OutputTree",
+    "Slot",
+    "flatten_tree",
+    "tensor_nbytes",
+]
