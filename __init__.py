@@ -30,15 +30,19 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def parse(text: str, source_name: str = "<string>", prelude: bool = True) -> IRModule:
+def parse(
+    text: str, source_name: str = "<string>", prelude: bool = True, strict: bool = False
+) -> IRModule:
     """Parse a module in the Relay text format (version 0.0.5).
 
     Names of the prelude (`List`, `Cons`, `@map`, ...) that the text uses without declaring
-    them bring in the prelude's definitions; `prelude=False` turns that off.
+    them bring in the prelude's definitions; `prelude=False` turns that off. A module
+    without the `#[version = "0.0.5"]` header is read with a `RelayWarning`, or rejected
+    with `strict=True`.
     """
     from .grammar import parse as _parse
 
-    return _parse(text, source_name, prelude=prelude)
+    return _parse(text, source_name, prelude=prelude, strict=strict)
 
 
 def parse_expr(text: str, source_name: str = "<string>") -> Expr:
@@ -48,11 +52,13 @@ def parse_expr(text: str, source_name: str = "<string>") -> Expr:
     return _parse_expr(text, source_name)
 
 
-def parse_file(path: str | os.PathLike[str], prelude: bool = True) -> IRModule:
-    """Parse a `.relay` file; diagnostics name the file as given."""
+def parse_file(
+    path: str | os.PathLike[str], prelude: bool = True, strict: bool = False
+) -> IRModule:
+    """Parse a `.relay` file; diagnostics name the file as given (options as in `parse`)."""
     from .grammar import parse_file as _parse_file
 
-    return _parse_file(path, prelude=prelude)
+    return _parse_file(path, prelude=prelude, strict=strict)
 
 
 def print_expr(expr: Expr, types: dict[Expr, Type] | None = None) -> str:

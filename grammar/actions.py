@@ -36,7 +36,7 @@ from ..lang.expr import (
 )
 from ..lang.module import IRModule
 from ..lang.op import Op, lookup_op
-from .state import MetaAttr, Ref
+from .state import Ref
 from .type_actions import TypeActions
 
 _INFIX = {
@@ -380,8 +380,7 @@ class Actions(TypeActions):
             name = str(key)
             if name in values:
                 self.error(key, f"duplicate attribute `{name}`")
-            if isinstance(value, MetaAttr):
-                self.error(value.token, "attribute values from the metadata are not supported")
+            value = self.meta_attr_value(value)
             if schema is None:
                 self.error(key, f"operator `{op.name}` takes no attributes, got `{name}`")
             field = schema.field_named(name)
@@ -441,17 +440,13 @@ class Actions(TypeActions):
             self.vars.bind("%" + var.name_hint, var)
 
     def func_attrs(self, attrs: list[tuple[Token, object]]) -> FuncAttrs:
-        """Function attributes such as `Primitive=1` (`virtual_device` is dropped)."""
+        """Function attributes such as `Primitive=1`, `virtual_device=meta[VirtualDevice][0]`."""
         values: dict[str, object] = {}
         for key, value in attrs:
             name = str(key)
             if name in values:
                 self.error(key, f"duplicate attribute `{name}`")
-            if isinstance(value, MetaAttr):
-                if name == "virtual_device":
-                    continue
-                self.error(value.token, "attribute values from the metadata are not supported")
-            values[name] = value
+            values[name] = self.meta_attr_value(value)
         return FuncAttrs(values) if values else FuncAttrs()
 
     def fn_head(self, c: list[Any]) -> tuple[Token, tuple[Any, ...]]:

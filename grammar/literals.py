@@ -1,7 +1,7 @@
 """Numeric and string literals of the text format.
 
-`1`, `-5`, `7i16`, `3i64`, `2.5f`, `1e-5f`, `3f16`, `inff`, `-inff`, `nanf64` become rank-0
-constants (int32 unless suffixed; an unsuffixed integer too large for int32 is int64; an
+`1`, `-5`, `--5`, `7i16`, `3i64`, `2.5f`, `1e-5f`, `3f16`, `inff`, `-inff`, `nanf64` become
+rank-0 constants (int32 unless suffixed; an unsuffixed integer too large for int32 is int64; an
 unsuffixed decimal such as `1.5` is float32). The same spellings are attribute values
 (Python ints and floats) and tensor dimensions (non-negative ints). Errors are
 `LiteralError`s that the parser turns into diagnostics at the literal.
@@ -29,7 +29,14 @@ class LiteralError(ValueError):
 
 
 def parse_number(text: str) -> tuple[int | float, str]:
-    """The value and dtype of a numeric literal (`7i16` → `(7, "int16")`)."""
+    """The value and dtype of a numeric literal (`7i16` → `(7, "int16")`).
+
+    A run of minus signs folds into the literal as in TVM's lexer: an even count is
+    positive (`--10` is 10), an odd one negative (`---10` is -10, `--inff` is inf).
+    """
+    if text.startswith("--"):
+        digits = text.lstrip("-")
+        text = ("-" if (len(text) - len(digits)) % 2 else "") + digits
     special = _SPECIAL.fullmatch(text)
     if special is not None:
         dtype = "float" + (special["bits"] or "32")

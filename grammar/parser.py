@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import threading
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lark import Lark
 from lark.lexer import PatternStr
 
-from ..lang.diagnostics import Error, ParseError
+from ..lang.diagnostics import Diagnostic, Error, ParseError, RelayWarning
 from ..lang.expr import Expr
 from ..lang.metadata import read_metadata
 from ..lang.module import IRModule
+from ..lang.printer import VERSION_HEADER
 from ..lang.span import SourceFile, Span
 from .actions import Actions
 from .declscan import scan_declarations
@@ -72,38 +76,87 @@ def _parser() -> Driver:
     return _driver
 
 
-def parse(text: str, source_name: str = "<string>", prelude: bool = True) -> IRModule:
+def parse(
+    text: str,
+    source_name: str = "<string>",
+    prelude: bool = True,
+    strict: bool = False,
+    on_warning: Callable[[Diagnostic], None] | None = None,
+) -> IRModule:
     """Parse a module: `def`, `type` and `extern type` items, then optional metadata.
 
     With `prelude` (the default), a name the module uses but does not declare that the
     prelude declares (`List`, `Cons`, `@map`, ...) means the prelude's definition, and the
     module gets the prelude definitions it needs (see `prelude.py`). With `prelude=False`
     such names are errors.
+
+    A module must start with `#[version = "0.0.5"]` for TVM to read it. Without one, the
+    module is still read, and a warning diagnostic goes to `on_warning` (by default it is
+    raised as a Python `RelayWarning`); with `strict` it is a ParseError instead.
     """
-    result = _parse(text, source_name, "module", prelude)
+    result, source = _parse(text, source_name, "module", prelude, strict)
     assert isinstance(result, IRModule)
+    if source is not None:  # no version header
+        warning = _missing_header(source, "warning")
+        if on_warning is not None:
+            on_warning(warning)
+        else:
+            warnings.warn(RelayWarning(warning), stacklevel=2)
     return result
+
+
+# Runs on the text with comments blanked out; any other `#[...]` there is an error later.
+_HEADER_FIRST = re.compile(r"[ \t\n]*#\[")
+
+
+def _missing_header(source: SourceFile, level: str) -> Diagnostic:
+    """The diagnostic for a module without a version header."""
+    return Diagnostic(
+        level,
+        f"missing version header {VERSION_HEADER}: TVM's parser requires it",
+        Span(source, 1, 1, 1, 1),
+        (f"add the line {VERSION_HEADER} at the top of the file",),
+    )
 
 
 def parse_expr(text: str, source_name: str = "<string>") -> Expr:
     """Parse one expression (which may be a `;` sequence, `let` chain or graph bindings)."""
-    result = _parse(text, source_name, "expression")
+    result, _ = _parse(text, source_name, "expression")
     assert isinstance(result, Expr)
     return result
 
 
-def parse_file(path: str | os.PathLike[str], prelude: bool = True) -> IRModule:
-    """Parse the module in the file `path` (diagnostics name the path as given)."""
+def parse_file(
+    path: str | os.PathLike[str],
+    prelude: bool = True,
+    strict: bool = False,
+    on_warning: Callable[[Diagnostic], None] | None = None,
+) -> IRModule:
+    """Parse the module in the file `path` (diagnostics name the path as given); the
+    options are `parse`'s."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ParseError(f"cannot read {os.fspath(path)}: {exc}") from None
-    return parse(text, os.fspath(path), prelude)
+    if on_warning is None:
+        on_warning = _warn_from_caller
+    return parse(text, os.fspath(path), prelude, strict, on_warning)
 
 
-def _parse(text: str, source_name: str, start: str, prelude: bool = False) -> Any:
+def _warn_from_caller(diagnostic: Diagnostic) -> None:
+    warnings.warn(RelayWarning(diagnostic), stacklevel=4)
+
+
+def _parse(
+    text: str, source_name: str, start: str, prelude: bool = False, strict: bool = False
+) -> tuple[Any, SourceFile | None]:
+    """The module or expression, and for a module without a version header its source
+    (a missing header is an error with `strict`)."""
     source = SourceFile(source_name, text)
     prepared = prepare(source)
+    headless = start == "module" and _HEADER_FIRST.match(prepared.text) is None
+    if headless and strict:
+        raise ParseError(_missing_header(source, "error"))
     metadata = None
     if prepared.metadata is not None:
         metadata = _read_metadata(source, prepared.metadata, prepared.metadata_offset)
@@ -117,7 +170,7 @@ def _parse(text: str, source_name: str, start: str, prelude: bool = False) -> An
         collecting = gc.isenabled()
         gc.disable()  # the parse allocates many long-lived objects and no garbage cycles
         try:
-            return driver.parse(prepared.text, start, _SCOPE_HOOKS)
+            result = driver.parse(prepared.text, start, _SCOPE_HOOKS)
         except SyntaxProblem as exc:
             raise convert(exc, source, _spellings) from None
         except ParseError:
@@ -132,6 +185,7 @@ def _parse(text: str, source_name: str, start: str, prelude: bool = False) -> An
             if collecting:
                 gc.enable()
             _ACTIONS.end()
+    return result, (source if headless else None)
 
 
 def _read_metadata(source: SourceFile, text: str, offset: int) -> dict[str, list[object]]:

@@ -16,7 +16,7 @@ from lark import Token
 from ..lang.adt import Constructor, TypeData
 from ..lang.diagnostics import ParseError
 from ..lang.expr import Expr, Function, GlobalVar
-from ..lang.metadata import UnsupportedMeta
+from ..lang.metadata import MetaObject
 from ..lang.span import SourceFile, Span
 from ..lang.types import GlobalTypeVar
 from .prelude import PreludeLink
@@ -247,10 +247,23 @@ class ParseState:
                 token,
                 f"`{token}` is out of range: the metadata has {len(entries)} `{key}` entries",
             )
-        obj = entries[index]
-        if isinstance(obj, UnsupportedMeta):
-            self.error(token, f"metadata objects of kind `{key}` are not supported")
-        return obj
+        return entries[index]
+
+    def meta_attr_value(self, value: object) -> object:
+        """An attribute value with its `meta[...]` references resolved: opaque objects
+        (`meta[VirtualDevice][0]`) are values; constants and shape variables are not."""
+        if isinstance(value, MetaAttr):
+            obj = self.meta_object(value.token)
+            if not isinstance(obj, MetaObject):
+                self.error(
+                    value.token,
+                    f"`{value.token}` cannot be an attribute value: only objects such as "
+                    "meta[VirtualDevice][i] can",
+                )
+            return obj
+        if isinstance(value, list) and any(isinstance(v, MetaAttr | list) for v in value):
+            return [self.meta_attr_value(v) for v in value]  # lists nest at most 32 deep
+        return value
 
 
 def _start(x: Any) -> tuple[int, int] | None:

@@ -19,6 +19,7 @@ from attrs import field, frozen
 
 from .diagnostics import AttrsError
 from .dtype import normalize_dtype
+from .metadata import MetaObject
 
 
 class _Required:
@@ -211,7 +212,7 @@ def _check_func_attr_value(value: object) -> object:
         v = stack.pop()
         if isinstance(v, tuple):
             stack.extend(v)
-        elif v is not None and not isinstance(v, bool | int | float | str):
+        elif v is not None and not isinstance(v, bool | int | float | str | MetaObject):
             raise AttrsError(f"a function attribute must be a literal value, not {v!r}")
     return value
 

@@ -2,7 +2,7 @@
 
 A `Diagnostic` has a level, a message, an optional span and notes; an `Error` carries one
 or more diagnostics and renders them as `file:line:col: error: message`, the source line
-and a caret under the column.
+and a caret under the column. A `RelayWarning` carries a diagnostic of level "warning".
 """
 
 from __future__ import annotations
@@ -79,6 +79,19 @@ class TypeCheckError(Error):
 
 class AttrsError(Error):
     """An operator or function attribute is unknown, missing or of the wrong kind."""
+
+
+class RelayWarning(UserWarning):
+    """A Python warning that carries a diagnostic (e.g. a module without a version header).
+
+    `str()` is the diagnostic's first line; `diagnostic.render()` adds the source line and
+    the notes, as the command line prints it.
+    """
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        location = f"{diagnostic.span}: " if diagnostic.span is not None else ""
+        super().__init__(f"{location}{diagnostic.message}")
+        self.diagnostic = diagnostic
 
 
 class InputError(Error):

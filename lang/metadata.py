@@ -17,8 +17,13 @@ NDArray binary format (see `encode_ndarray`). A `tir.SizeVar` / `tir.Var` has a 
 and a `name`, either inline (old TVM) or the index of a `runtime.String` node.
 
 `read_metadata` turns the JSON into `{type_key: [objects]}` with numpy arrays for
-constants, `ShapeVar`s for size variables and `UnsupportedMeta` placeholders for anything
-else; `write_metadata` is its inverse for constants and shape variables.
+constants, `ShapeVar`s for size variables and opaque `MetaObject`s for anything else (a
+`VirtualDevice`, a `Target`: the object's subgraph of nodes, kept so that it can be written
+back); `write_metadata` is its inverse.
+
+Node references and numbers look alike in the JSON (both are digit strings), so a
+`MetaObject` reads a digit string as a reference except in fields TVM writes as numbers
+(`device_type_int`, `value`, `line`, ...).
 """
 
 from __future__ import annotations
@@ -45,11 +50,48 @@ _SIZE_VAR_KEYS = ("tir.SizeVar", "tir.Var", "SizeVar", "Variable")
 _MAP_KEYS = ("Map", "StrMap")
 
 
+# Fields that TVM serializes as numbers (digit strings, like node indices): never references.
+_PLAIN_FIELDS = frozenset(
+    {
+        *("device_type_int", "virtual_device_id", "device_type", "value", "dtype", "ndim"),
+        *("line", "column", "end_line", "end_column", "lanes", "bits", "code"),
+    }
+)
+
+
 @frozen
-class UnsupportedMeta:
-    """A metadata object of a kind this project does not model (e.g. `VirtualDevice`)."""
+class MetaNode:
+    """One node of an opaque object's subgraph, with its references made explicit.
+
+    In `refs` and `data`, 0 is TVM's null object and k > 0 names the k-th node of the
+    `MetaObject`'s `nodes` (1 is the object itself); `arrays` index its `arrays`.
+    """
 
     type_key: str
+    reprs: tuple[tuple[str, str], ...] = ()  # ("repr_str" | "repr_b64", text)
+    plain: tuple[tuple[str, str], ...] = ()  # attrs fields that are values, JSON-encoded
+    refs: tuple[tuple[str, int], ...] = ()  # attrs fields that name a node
+    arrays: tuple[tuple[str, int], ...] = ()  # attrs fields that name an ndarray blob
+    keys: tuple[str, ...] | None = None
+    data: tuple[int, ...] | None = None
+
+
+@frozen(repr=False)
+class MetaObject:
+    """An object of the metadata section that this project does not model, such as a
+    `VirtualDevice` or a `Target`: an opaque attribute value.
+
+    It keeps the object's subgraph of the JSON node graph (`nodes[0]` is the object), so
+    that the printer writes it back unchanged (under a possibly different index). Two are
+    equal when their subgraphs are.
+    """
+
+    type_key: str
+    nodes: tuple[MetaNode, ...]
+    arrays: tuple[str, ...] = ()  # base64 NDArray blobs the subgraph refers to
+
+    def __repr__(self) -> str:
+        return f"<{self.type_key} from the metadata>"
 
 
 # ------------------------------------------------------------------------- NDArray blobs
@@ -107,8 +149,8 @@ def decode_ndarray(text: str) -> np.ndarray:
     if not isinstance(text, str):
         raise ValueError(f"an NDArray blob must be a base64 string, not {type(text).__name__}")
     try:
-        blob = base64.b64decode(text.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError) as exc:
+        blob = _strict_b64decode(text)
+    except (binascii.Error, ValueError) as exc:
         raise ValueError(f"NDArray blob is not valid base64: {exc}") from None
     fixed = _HEADER.size + _DTYPE.size
     if len(blob) < fixed:
@@ -137,15 +179,20 @@ def decode_ndarray(text: str) -> np.ndarray:
             f"NDArray blob declares {nbytes} data bytes but shape {shape} of "
             f"{dtype} needs {expected}"
         )
-    data = blob[offset:]
-    if len(data) != nbytes:
-        raise ValueError(f"NDArray blob holds {len(data)} data bytes, expected {nbytes}")
+    if len(blob) - offset != nbytes:
+        raise ValueError(f"NDArray blob holds {len(blob) - offset} data bytes, expected {nbytes}")
     if dtype == np.bool_:
-        array = np.frombuffer(data, dtype=np.uint8).reshape(shape) != 0
-    else:
-        array = np.frombuffer(data, dtype=dtype).reshape(shape)
-        array = array.astype(dtype.newbyteorder("="))
-    return np.array(array, copy=True)
+        return np.frombuffer(blob, dtype=np.uint8, offset=offset).reshape(shape) != 0
+    data = np.frombuffer(blob, dtype=dtype, offset=offset, count=count).reshape(shape)
+    return data.astype(dtype.newbyteorder("="))  # a writable copy in native byte order
+
+
+def _strict_b64decode(text: str) -> bytes:
+    """The bytes of base64 `text`; binascii.Error (or ValueError) unless it is well-formed."""
+    try:
+        return binascii.a2b_base64(text, strict_mode=True)  # type: ignore[call-arg]  # 3.11+
+    except TypeError:
+        return base64.b64decode(text.encode("ascii"), validate=True)
 
 
 # ------------------------------------------------------------------------------ reading
@@ -163,7 +210,6 @@ class _Graph:
             raise ValueError("metadata: `b64ndarrays` must be a list")
         self.nodes: list[dict[str, Any]] = nodes
         self.arrays: list[object] = arrays
-        self.decoded: dict[int, np.ndarray] = {}
         self.objects: dict[int, object] = {}
 
     def node(self, index: object, what: str) -> dict[str, Any]:
@@ -189,7 +235,7 @@ class _Graph:
                         return base64.b64decode(node["repr_b64"], validate=True).decode("utf-8")
                     except (binascii.Error, UnicodeDecodeError) as exc:
                         raise ValueError(f"metadata: {what} has a bad repr_b64: {exc}") from None
-                raise ValueError(f"metadata: {what} is a runtime.String node without a value")
+                return ""  # TVM writes an empty string without a repr
         if not isinstance(value, str):
             raise ValueError(f"metadata: {what} must be a string, got {value!r}")
         return value
@@ -204,12 +250,10 @@ class _Graph:
                 f"metadata: {what} refers to ndarray {index}, but b64ndarrays has "
                 f"{len(self.arrays)} entries"
             )
-        if index not in self.decoded:
-            try:
-                self.decoded[index] = decode_ndarray(self.arrays[index])  # type: ignore[arg-type]
-            except ValueError as exc:
-                raise ValueError(f"metadata: b64ndarrays[{index}]: {exc}") from None
-        return self.decoded[index].copy()
+        try:
+            return decode_ndarray(self.arrays[index])  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise ValueError(f"metadata: b64ndarrays[{index}]: {exc}") from None
 
     def object(self, index: int, what: str) -> object:
         """The Python value of node `index` (the same object for the same node)."""
@@ -236,9 +280,87 @@ class _Graph:
                 raise ValueError(f"metadata: {what} has a bad dtype {dtype!r}")
             result = ShapeVar(name, dtype)
         else:
-            result = UnsupportedMeta(type_key)
+            result = self.opaque(index)
         self.objects[index] = result
         return result
+
+    def opaque(self, index: int) -> MetaObject:
+        """The subgraph reachable from node `index`, numbered in breadth-first order."""
+        order = [index]
+        number = {index: 1}  # original node index -> reference in the subgraph
+        array_order: list[int] = []
+        array_number: dict[int, int] = {}
+
+        def ref(target: int) -> int:
+            if target == 0:
+                return 0
+            if target not in number:
+                number[target] = len(order) + 1
+                order.append(target)
+            return number[target]
+
+        nodes: list[MetaNode] = []
+        for original in order:  # grows while it is walked
+            node = self.nodes[original]
+            what = f"node {original} (in the {self.nodes[index].get('type_key')} of node {index})"
+            type_key = node.get("type_key")
+            attrs = node.get("attrs", {})
+            reprs = tuple((k, node[k]) for k in ("repr_str", "repr_b64") if k in node)
+            if not isinstance(type_key, str) or not isinstance(attrs, dict):
+                raise ValueError(f"metadata: {what} has no type_key or malformed attrs")
+            if not all(isinstance(text, str) for _, text in reprs):
+                raise ValueError(f"metadata: {what} has a repr that is not a string")
+            plain: list[tuple[str, str]] = []
+            refs: list[tuple[str, int]] = []
+            arrays: list[tuple[str, int]] = []
+            for key, value in sorted(attrs.items()):
+                # SaveJSON writes references as digit strings; JSON numbers are values.
+                target = _index_below(value, len(self.nodes)) if isinstance(value, str) else None
+                if type_key == "relay.Constant" and key == "data":
+                    blob = _index_below(value, len(self.arrays))
+                    if blob is not None:
+                        if blob not in array_number:
+                            array_number[blob] = len(array_order)
+                            array_order.append(blob)
+                        arrays.append((key, array_number[blob]))
+                        continue
+                if target is not None and key not in _PLAIN_FIELDS:
+                    refs.append((key, ref(target)))
+                else:
+                    plain.append((key, json.dumps(value)))
+            data = None
+            if "data" in node:
+                items = _index_list(node, what)
+                for item in items:
+                    self.node(item, f"an element of {what}")  # checks the range
+                data = tuple(ref(item) for item in items)
+            keys = node.get("keys")
+            if keys is not None and not (
+                isinstance(keys, list) and all(isinstance(k, str) for k in keys)
+            ):
+                raise ValueError(f"metadata: the keys of {what} must be a list of strings")
+            nodes.append(
+                MetaNode(
+                    type_key,
+                    reprs,
+                    tuple(plain),
+                    tuple(refs),
+                    tuple(arrays),
+                    None if keys is None else tuple(keys),
+                    data,
+                )
+            )
+        blobs = tuple(str(self.arrays[i]) for i in array_order)
+        return MetaObject(nodes[0].type_key, tuple(nodes), blobs)
+
+
+def _index_below(value: object, size: int) -> int | None:
+    """`value` as an index below `size` (an int or a digit string), else None."""
+    if isinstance(value, str) and value.isdigit() and len(value) < 19:
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < size:
+        return value
+    return None
 
 
 def _index_list(node: dict[str, Any], what: str) -> list[int]:
@@ -254,7 +376,7 @@ def read_metadata(text: str) -> dict[str, list[object]]:
     """Decode the JSON after `#[metadata]` into `{type_key: [objects]}`.
 
     Constants become numpy arrays, `tir.SizeVar` / `tir.Var` become `ShapeVar`s (the same
-    object wherever one node is listed twice), anything else `UnsupportedMeta`. Malformed
+    object wherever one node is listed twice), anything else a `MetaObject`. Malformed
     input raises ValueError saying what is wrong.
     """
     if not isinstance(text, str):
@@ -304,14 +426,16 @@ def read_metadata(text: str) -> dict[str, list[object]]:
 
 
 def write_metadata(table: dict[str, list[object]]) -> str:
-    """The JSON for a table of constants (`np.ndarray`) and shape variables (`ShapeVar`).
+    """The JSON for a table of constants (`np.ndarray`), shape variables (`ShapeVar`) and
+    opaque objects (`MetaObject`).
 
     The layout is TVM's SaveJSON one (string-keyed root Map, one Array per key), so TVM
     and `read_metadata` both read it back.
     """
     nodes: list[dict[str, Any]] = [{"type_key": ""}, {}]
-    arrays: list[str] = []
+    arrays: list[str] = []  # as JSON strings (quoted)
     shape_vars: dict[int, int] = {}
+    opaque: dict[MetaObject, int] = {}
 
     def add(node: dict[str, Any]) -> int:
         nodes.append(node)
@@ -324,7 +448,7 @@ def write_metadata(table: dict[str, list[object]]) -> str:
         indices: list[int] = []
         for obj in objects:
             if isinstance(obj, np.ndarray):
-                arrays.append(encode_ndarray(obj))
+                arrays.append(f'"{encode_ndarray(obj)}"')  # base64 needs no escapes
                 attrs = {"_checked_type_": "0", "data": str(len(arrays) - 1), "span": "0"}
                 indices.append(add({"type_key": "relay.Constant", "attrs": attrs}))
             elif isinstance(obj, ShapeVar):
@@ -343,10 +467,14 @@ def write_metadata(table: dict[str, list[object]]) -> str:
                     }
                     shape_vars[id(obj)] = var_index
                 indices.append(shape_vars[id(obj)])
+            elif isinstance(obj, MetaObject):
+                if obj not in opaque:
+                    opaque[obj] = _add_opaque(obj, nodes, arrays)
+                indices.append(opaque[obj])
             else:
                 raise ValueError(
                     f"metadata: cannot write a {type(obj).__name__} (key {key!r}); only "
-                    "numpy arrays and ShapeVars are supported"
+                    "numpy arrays, ShapeVars and MetaObjects are supported"
                 )
         nodes[array_index] = {"type_key": "Array", "data": indices}
         keys.append(key)
@@ -355,20 +483,34 @@ def write_metadata(table: dict[str, list[object]]) -> str:
     return _layout(nodes, arrays)
 
 
-def _layout(nodes: list[dict[str, Any]], arrays: list[str]) -> str:
-    """Pretty JSON with one node (or one ndarray) per line."""
+def _add_opaque(obj: MetaObject, nodes: list[dict[str, Any]], arrays: list[str]) -> int:
+    """Append the nodes (and blobs) of `obj` to the output; the index of its first node."""
+    base = len(nodes) - 1  # subgraph reference k > 0 becomes node base + k
+    blob_base = len(arrays)
+    arrays.extend(json.dumps(blob) for blob in obj.arrays)
+    for meta in obj.nodes:
+        node: dict[str, Any] = {"type_key": meta.type_key, **dict(meta.reprs)}
+        attrs: dict[str, Any] = {key: json.loads(text) for key, text in meta.plain}
+        attrs.update((key, str(base + k if k else 0)) for key, k in meta.refs)
+        attrs.update((key, str(blob_base + k)) for key, k in meta.arrays)
+        if attrs:
+            node["attrs"] = dict(sorted(attrs.items()))
+        if meta.keys is not None:
+            node["keys"] = list(meta.keys)
+        if meta.data is not None:
+            node["data"] = [base + k if k else 0 for k in meta.data]
+        nodes.append(node)
+    return base + 1
 
-    def listing(items: list[str]) -> str:
-        return "[\n" + ",\n".join("    " + item for item in items) + "\n  ]" if items else "[]"
+
+def _layout(nodes: list[dict[str, Any]], array_lines: list[str]) -> str:
+    """Pretty JSON with one node (or one ndarray, given as JSON) per line."""
+
+    def listing(items: list[str]) -> list[str]:
+        return ["[\n    ", ",\n    ".join(items), "\n  ]"] if items else ["[]"]
 
     node_lines = [json.dumps(n, separators=(", ", ": ")) for n in nodes]
-    array_lines = [json.dumps(a) for a in arrays]
     version = json.dumps({"tvm_version": TVM_VERSION})
-    return (
-        "{\n"
-        '  "root": 1,\n'
-        f'  "nodes": {listing(node_lines)},\n'
-        f'  "b64ndarrays": {listing(array_lines)},\n'
-        f'  "attrs": {version}\n'
-        "}"
-    )
+    parts = ['{\n  "root": 1,\n  "nodes": ', *listing(node_lines), ',\n  "b64ndarrays": ']
+    parts += [*listing(array_lines), f',\n  "attrs": {version}\n}}']
+    return "".join(parts)

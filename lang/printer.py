@@ -4,14 +4,16 @@
 equal module, and printing is idempotent. The format is TVM's `astext()`:
 
 * The printer owns names. A variable keeps only a hint; each printed name is the hint made
-  a valid identifier (`conv1.weight` → `conv1_weight`, `_x` → `v_x`, `` → `v`), with a
-  numeric suffix when it would clash with any other name in the output.
+  a valid identifier (`conv1.weight` → `conv1_weight`, `_x` → `v_x`, `` → `v`; `base/x`
+  stays as it is), with a numeric suffix when it would clash with any other name in the
+  output.
 * Graph form. Atoms (variables, globals, operators, constructors, constants) print in
   place. Any other node prints in place only when it is used once in the module and sits
   in tail position (the end of a scope or the value of a `let`); otherwise it is bound
   once, `%N = ...;`, and referred to as `%N`. Numbers are never reused in one output.
-* Constants other than scalars of literal dtypes, and symbolic dimensions, go to the
-  `#[metadata]` section (`meta[relay.Constant][i]`, `meta[tir.SizeVar][i]`).
+* Constants other than scalars of literal dtypes, symbolic dimensions and opaque attribute
+  values go to the `#[metadata]` section (`meta[relay.Constant][i]`, `meta[tir.SizeVar][i]`,
+  `meta[VirtualDevice][i]`).
 * With `types` (node → type, from inference), `/* ty=T */` comments as TVM writes them.
 
 Everything is iterative (an explicit stack, or generators driven by
@@ -21,7 +23,7 @@ Everything is iterative (an explicit stack, or generators driven by
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -51,7 +53,7 @@ from .expr import (
     Var,
     pattern_vars,
 )
-from .metadata import write_metadata
+from .metadata import MetaObject, write_metadata
 from .module import IRModule
 from .op import Op
 from .trampoline import run
@@ -156,8 +158,12 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
 
 
-def attr_value_text(value: object) -> str:
-    """An attribute value as the text format writes it (`[1, 1]`, `1e-05f`, `"NCHW"`)."""
+def attr_value_text(value: object, meta: Callable[[MetaObject], str] | None = None) -> str:
+    """An attribute value as the text format writes it (`[1, 1]`, `1e-05f`, `"NCHW"`).
+
+    `meta` gives the `meta[...][i]` reference of an opaque metadata object; without it
+    such a value is a TypeError.
+    """
 
     def go(v: object) -> Gen:
         if isinstance(v, list | tuple):
@@ -165,6 +171,10 @@ def attr_value_text(value: object) -> str:
             for item in v:
                 parts.append((yield go(item)))
             return "[" + ", ".join(parts) + "]"
+        if isinstance(v, MetaObject):
+            if meta is None:
+                raise TypeError(f"printer: {v!r} needs a metadata section to be printed")
+            return meta(v)
         return _attr_scalar(v)
 
     return run(go(value))  # type: ignore[no-any-return]
@@ -190,7 +200,8 @@ def _attr_scalar(v: object) -> str:
 
 # --------------------------------------------------------------------------------- names
 
-_NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
+# `/` is an identifier character after the first (`%base/x`), but `//` would start a comment.
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_/]|/(?=/)")
 _KEYWORDS = (
     *("let", "fn", "def", "if", "else", "type", "match", "extern", "free_var"),
     *("ref", "ref_read", "ref_write", "Tensor", "True", "False", "None", "nullptr", "meta"),
@@ -199,7 +210,11 @@ _DTYPE_PREFIXES = ("int", "uint", "float", "bool", "bfloat", "handle")
 
 
 def sanitize_name(hint: str, prefix: str = "v") -> str:
-    """`hint` as an identifier `[A-Za-z][A-Za-z0-9_]*` (bad characters become `_`)."""
+    """`hint` as an identifier `[A-Za-z][A-Za-z0-9_/]*` (bad characters become `_`).
+
+    `/` is kept, as TVM's lexer reads it inside names, except where it would be read as
+    the start of a comment (the first of two slashes becomes `_`).
+    """
     name = _NOT_IDENT.sub("_", hint)
     if not name:
         return prefix
@@ -273,6 +288,7 @@ class _Printer:
         self.constant_index: dict[tuple[str, tuple[int, ...], bytes], int] = {}
         self.shape_vars: list[ShapeVar] = []
         self.shape_var_index: dict[int, int] = {}
+        self.meta_objects: dict[str, dict[MetaObject, int]] = {}
         self.type_memo: dict[int, str] = {}
         self.keep: list[object] = []
         self.lines: list[str] = []
@@ -472,7 +488,15 @@ class _Printer:
         if attrs is None:
             return []
         items = attrs.items if isinstance(attrs, FuncAttrs) else attrs.non_default_items()
-        return [f"{key}={attr_value_text(value)}" for key, value in items]
+        return [f"{key}={attr_value_text(value, self.meta_ref)}" for key, value in items]
+
+    def meta_ref(self, obj: MetaObject) -> str:
+        """`meta[TypeKey][i]` for an opaque object (equal objects share an index)."""
+        objects = self.meta_objects.setdefault(obj.type_key, {})
+        index = objects.get(obj)
+        if index is None:
+            index = objects[obj] = len(objects)
+        return f"meta[{obj.type_key}][{index}]"
 
     def simple_text(self, node: Expr) -> str:
         """Text of a one-line node whose children are atoms or already bound."""
@@ -713,6 +737,8 @@ class _Printer:
             table["relay.Constant"] = list(self.constants)
         if self.shape_vars:
             table["tir.SizeVar"] = list(self.shape_vars)
+        for type_key, objects in self.meta_objects.items():
+            table.setdefault(type_key, []).extend(objects)  # dicts keep insertion order
         if table:
             self.lines.append("#[metadata]")
             self.lines.append(write_metadata(table))

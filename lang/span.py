@@ -18,8 +18,13 @@ class SourceFile:
     def line_starts(self) -> list[int]:
         """Offsets at which each line starts (computed once, on demand)."""
         if not self._line_starts:
+            text = self.text
             starts = [0]
-            starts.extend(i + 1 for i, ch in enumerate(self.text) if ch == "\n")
+            find = text.find
+            newline = find("\n")
+            while newline >= 0:  # str.find runs in C: fast on long lines (metadata)
+                starts.append(newline + 1)
+                newline = find("\n", newline + 1)
             self._line_starts.extend(starts)
         return self._line_starts
 
@@ -33,8 +38,16 @@ class SourceFile:
         return self.text[begin:end].rstrip("\r")
 
     def position(self, offset: int) -> tuple[int, int]:
-        """1-based (line, column) of a character offset."""
-        starts = self.line_starts()
+        """1-based (line, column) of a character offset.
+
+        Before the table of line starts exists, only the text up to `offset` is scanned, so
+        locating something early in a file does not index the (possibly huge) rest of it.
+        """
+        if not self._line_starts:
+            text = self.text
+            line_start = text.rfind("\n", 0, offset) + 1
+            return text.count("\n", 0, offset) + 1, offset - line_start + 1
+        starts = self._line_starts
         line = bisect.bisect_right(starts, offset)
         return line, offset - starts[line - 1] + 1
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from relay.grammar import parse, parse_expr, parse_file
 from relay.lang.adt import Constructor
 from relay.lang.attrs import FuncAttrs
+from relay.lang.diagnostics import Diagnostic, ParseError, RelayWarning
 from relay.lang.expr import (
     Call,
     Constant,
@@ -28,6 +30,7 @@ from relay.lang.expr import (
     TupleGetItem,
     Var,
 )
+from relay.lang.metadata import write_metadata
 from relay.lang.module import IRModule
 from relay.lang.op import Op, get_op
 from relay.lang.types import (
@@ -118,10 +121,47 @@ def test_adt_may_be_used_before_its_definition() -> None:
     assert mod["f"].params[0].type_annotation == TypeCall(box, (TensorType((), "int32"),))
 
 
-def test_header_is_optional() -> None:
-    assert len(parse("def @main() { 1 }")) == 1
-    assert len(parse('#[version = "0.0.5"]\ndef @main() { 1 }')) == 1
-    assert len(parse("")) == 0
+def test_header_is_optional_with_a_warning() -> None:
+    with pytest.warns(RelayWarning, match="missing version header"):
+        assert len(parse("def @main() { 1 }")) == 1
+    with pytest.warns(RelayWarning):
+        assert len(parse("")) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(parse('#[version = "0.0.5"]\ndef @main() { 1 }')) == 1
+        # Comments (nested ones too) may come first; expressions need no header.
+        assert len(parse('/* a /* b */ */ // c\n#[version = "0.0.5"] def @main() { 1 }')) == 1
+        assert parse_expr("1").data == 1
+
+
+def test_missing_header_warning_says_how_to_fix_it() -> None:
+    seen: list[Diagnostic] = []
+    parse("\ndef @main() { 1 }", "model.relay", on_warning=seen.append)
+    (warning,) = seen
+    assert warning.level == "warning"
+    assert str(warning.span) == "model.relay:1:1"
+    assert warning.render().startswith("model.relay:1:1: warning: missing version header")
+    assert any('#[version = "0.0.5"]' in note for note in warning.notes)
+    with pytest.warns(RelayWarning) as record:
+        parse("def @main() { 1 }", "m.relay")
+    assert record[0].message.diagnostic.span.source_name == "m.relay"
+
+
+def test_strict_rejects_a_missing_header(tmp_path) -> None:
+    with pytest.raises(ParseError) as info:
+        parse("def @main() { 1 }", strict=True)
+    assert (info.value.span.line, info.value.span.column) == (1, 1)
+    assert "missing version header" in info.value.message
+    assert 'add the line #[version = "0.0.5"]' in str(info.value)
+    path = tmp_path / "m.relay"
+    path.write_text("def @main() { 1 }\n")
+    with pytest.raises(ParseError, match=r"m\.relay:1:1: error: missing version header"):
+        parse_file(path, strict=True)
+    with pytest.warns(RelayWarning, match=r"m\.relay:1:1"):
+        parse_file(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(parse('#[version = "0.0.5"]\ndef @main() { 1 }', strict=True)) == 1
 
 
 def test_extern_type_anywhere_and_nullary_constructors_with_parentheses() -> None:
@@ -456,6 +496,15 @@ LITERALS = [
     ("1.5", 1.5, "float32"),
     ("1e3", 1000.0, "float32"),
     ("65504f16", 65504.0, "float16"),
+    # A run of minus signs folds into the literal (TVM's lexer): even is positive.
+    ("--10", 10, "int32"),
+    ("---10", -10, "int32"),
+    ("----7i16", 7, "int16"),
+    ("---2147483648", -(2**31), "int32"),
+    ("--2147483648", 2**31, "int64"),
+    ("--1.5f", 1.5, "float32"),
+    ("---1.5f", -1.5, "float32"),
+    ("---2.5e-1f64", -0.25, "float64"),
     ("True", True, "bool"),
     ("False", False, "bool"),
 ]
@@ -467,6 +516,20 @@ def test_literals(text: str, value: object, dtype: str) -> None:
     assert isinstance(e, Constant) and e.data.ndim == 0
     assert e.dtype == dtype
     assert e.data == np.array(value, dtype=e.data.dtype)
+
+
+def test_runs_of_minus_signs_in_special_floats_attributes_and_dimensions() -> None:
+    assert parse_expr("--inff").data == np.inf
+    assert parse_expr("---inff").data == -np.inf
+    e = parse_expr("free_var %x: Tensor[(--3,), float32]; nn.leaky_relu(%x, alpha=---0.5f)")
+    assert e.attrs.alpha == -0.5
+    assert e.args[0].type_annotation == TensorType((3,), "float32")
+    e = parse_expr("free_var %x; nn.softmax(%x, axis=--1)")
+    assert e.attrs.axis == 1
+    e = parse_expr("add(1, --2)")
+    assert e.args[1].data == 2 and e.args[1].dtype == "int32"
+    e = parse_expr("free_var %a; %a - ---1")
+    assert is_call_of(e, "subtract") and e.args[1].data == -1
 
 
 def test_special_floats() -> None:
@@ -543,6 +606,22 @@ def test_comments_are_skipped_and_nest() -> None:
 def test_crlf_line_endings() -> None:
     mod = parse("def @f() {\r\n  1\r\n}\r\n")
     assert mod["f"].body.span.line == 2
+
+
+def test_positions_do_not_index_the_whole_metadata_section() -> None:
+    meta = write_metadata({"relay.Constant": [np.zeros(4096, np.float32)] * 3})
+    text = '#[version = "0.0.5"]\ndef @main() {\n  meta[relay.Constant][2]\n}\n#[metadata]\n' + meta
+    body = parse(text, "w.relay")["main"].body
+    assert (body.span.line, body.span.column) == (3, 3)
+    source = body.span.source
+    assert source._line_starts == []  # line starts are computed only when needed
+    offsets = [0, 5, text.index("#[metadata]"), text.index("b64ndarrays"), len(text) - 1]
+    lazy = [source.position(o) for o in offsets]
+    assert source._line_starts == []
+    naive = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    assert source.line_starts() == naive
+    assert [source.position(o) for o in offsets] == lazy
+    assert lazy[2] == (5, 1) and source.line_text(5) == "#[metadata]"
 
 
 def test_spans_point_at_the_source() -> None:

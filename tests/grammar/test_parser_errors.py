@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from relay.grammar import parse, parse_expr, parse_file
 from relay.lang.diagnostics import Error, ParseError
-from relay.lang.metadata import write_metadata
+from relay.lang.metadata import encode_ndarray, write_metadata
 
 
 def error_of(text: str, module: bool = False) -> ParseError:
@@ -182,14 +184,33 @@ def test_argument_order() -> None:
     check("fn (Primitive=1, %x) { %x }", 1, 18, "parameters must come before function attributes")
 
 
+_DEVICE_META = "\n#[metadata]\n" + json.dumps(
+    {
+        "root": 1,
+        "nodes": [
+            {"type_key": ""},
+            {"type_key": "Map", "keys": ["VirtualDevice", "relay.Constant"], "data": [2, 4]},
+            {"type_key": "Array", "data": [3]},
+            {"type_key": "VirtualDevice", "attrs": {"device_type_int": "1"}},
+            {"type_key": "Array", "data": [5]},
+            {"type_key": "relay.Constant", "attrs": {"data": "0"}},
+        ],
+        "b64ndarrays": [encode_ndarray(np.ones(1))],
+    }
+)
+
+
 def test_meta_attribute_values() -> None:
-    check("free_var %x; nn.softmax(%x, axis=meta[VirtualDevice][0])", 1, 34, "not supported")
+    check("free_var %x; nn.softmax(%x, axis=meta[VirtualDevice][0])", 1, 34, "no #[metadata]")
     check("free_var %x; nn.softmax(%x, meta[relay.attrs.SoftmaxAttrs][0])", 1, 29, "not supported")
-    check("fn (Compiler=meta[VirtualDevice][0]) { 0 }", 1, 14, "not supported")
-    # virtual_device is accepted and dropped, as are parameter braces.
-    fn = parse_expr(
-        "fn (%x {virtual_device=meta[VirtualDevice][0]}, virtual_device=meta[X][1]) { %x }"
-    )
+    check("fn (Compiler=meta[VirtualDevice][0]) { 0 }", 1, 14, "no #[metadata] section")
+    check("fn (virtual_device=meta[VirtualDevice][0]) { 0 }", 1, 20, "no #[metadata] section")
+    check("free_var %x; nn.softmax(%x, axis=meta[VirtualDevice][0])" + _DEVICE_META, 1, 29,
+          "SoftmaxAttrs.axis: expected int, got <VirtualDevice from the metadata>")  # fmt: skip
+    check("fn (a=meta[relay.Constant][0]) { 0 }" + _DEVICE_META, 1, 7, "cannot be an attribute")
+    check("fn (a=[1, [meta[relay.Constant][0]]]) { 0 }" + _DEVICE_META, 1, 12, "cannot be an attr")
+    # Parameter braces are accepted and ignored (unresolved).
+    fn = parse_expr("fn (%x {virtual_device=meta[VirtualDevice][7]}) { %x }")
     assert len(fn.attrs) == 0
 
 
@@ -276,14 +297,19 @@ def test_meta_reference_errors() -> None:
     check("1 + meta[relay.Constant][99999999999999999999999]\n#[metadata]\n" + meta, 1, 5, "range")
 
 
-def test_unsupported_meta_kind() -> None:
+def test_opaque_meta_objects_are_not_expressions() -> None:
     text = (
         'free_var %x; meta[VirtualDevice][0]\n#[metadata]\n{"root": 1, "nodes": [{"type_key": ""},'
         ' {"type_key": "Map", "keys": ["VirtualDevice"], "data": [2]},'
         ' {"type_key": "Array", "data": [3]}, {"type_key": "VirtualDevice"}],'
         ' "b64ndarrays": [], "attrs": {"tvm_version": "0.8.0"}}'
     )
-    check(text, 1, 14, "metadata objects of kind `VirtualDevice` are not supported")
+    check(text, 1, 14, "is not a constant and cannot be used as an expression")
+    dim = text.replace(
+        "free_var %x; meta[VirtualDevice][0]",
+        "free_var %x: Tensor[(meta[VirtualDevice][0],), float32]; %x",
+    )
+    check(dim, 1, 22, "is not a shape variable")
 
 
 def test_meta_constant_used_as_shape_and_shape_var_as_expression() -> None:

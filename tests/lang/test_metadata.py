@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from relay.lang.metadata import (
     NDARRAY_MAGIC,
-    UnsupportedMeta,
+    MetaObject,
     decode_ndarray,
     encode_ndarray,
     read_metadata,
@@ -221,7 +221,9 @@ def test_read_tvm_printed_metadata():
     assert isinstance(n, ShapeVar) and n.name_hint == "n" and n.dtype == "int32"
     assert n is n_again  # one node, one variable
     assert m.name_hint == "m" and m.dtype == "int64"  # older inline-name form
-    assert table["VirtualDevice"] == [UnsupportedMeta("VirtualDevice")]
+    (device,) = table["VirtualDevice"]
+    assert isinstance(device, MetaObject) and device.type_key == "VirtualDevice"
+    assert device.nodes[0].plain == (("device_type_int", '"1"'),)
 
 
 def test_read_newer_map_with_key_nodes_and_b64_string():
@@ -268,8 +270,8 @@ def test_write_uses_tvm_layout():
 
 
 def test_write_rejects_other_objects():
-    with pytest.raises(ValueError, match="UnsupportedMeta"):
-        write_metadata({"VirtualDevice": [UnsupportedMeta("VirtualDevice")]})
+    with pytest.raises(ValueError, match="cannot write a dict"):
+        write_metadata({"VirtualDevice": [{"device_type_int": 1}]})
 
 
 def test_empty_table_round_trips():
@@ -364,3 +366,166 @@ def test_malformed_metadata(text, message):
 def test_non_text_input():
     with pytest.raises(ValueError, match="text"):
         read_metadata(None)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------- opaque objects (MetaObject)
+
+# A VirtualDevice and its Target as TVM (0.9 and later) writes them; the Target is shared.
+DEVICES = {
+    "root": 1,
+    "nodes": [
+        {"type_key": ""},
+        {"type_key": "Map", "keys": ["VirtualDevice"], "data": [2]},
+        {"type_key": "Array", "data": [3, 12, 3]},
+        {
+            "type_key": "VirtualDevice",
+            "attrs": {
+                "device_type_int": "1",
+                "memory_scope": "11",
+                "target": "4",
+                "virtual_device_id": "0",
+            },
+        },
+        {
+            "type_key": "Target",
+            "attrs": {
+                "attrs": "9",
+                "features": "10",
+                "host": "0",
+                "keys": "7",
+                "kind": "5",
+                "tag": "6",
+            },
+        },
+        {"type_key": "TargetKind", "repr_str": "llvm"},
+        {"type_key": "runtime.String"},
+        {"type_key": "Array", "data": [8]},
+        {"type_key": "runtime.String", "repr_str": "cpu"},
+        {"type_key": "Map", "data": []},
+        {"type_key": "Map", "data": []},
+        {"type_key": "runtime.String"},
+        {
+            "type_key": "VirtualDevice",
+            "attrs": {
+                "device_type_int": "2",
+                "memory_scope": "13",
+                "target": "4",
+                "virtual_device_id": "3",
+            },
+        },
+        {"type_key": "runtime.String", "repr_str": "global"},
+    ],
+    "b64ndarrays": [],
+    "attrs": {"tvm_version": "0.9.0"},
+}
+
+
+def _reachable(doc, index):
+    """The node of `index` with its references replaced by the nodes they name, as a
+    nested tree (the subgraph a reader sees, independent of the numbering)."""
+    nodes = doc["nodes"]
+    node = dict(nodes[index])
+    attrs = dict(node.get("attrs", {}))
+    for key, value in attrs.items():
+        if key in ("device_type_int", "virtual_device_id") or not value.isdigit():
+            continue
+        attrs[key] = None if value == "0" else _reachable(doc, int(value))
+    if attrs:
+        node["attrs"] = attrs
+    if "data" in node:
+        node["data"] = [_reachable(doc, i) for i in node["data"]]
+    return node
+
+
+def test_opaque_objects_keep_their_subgraph():
+    table = read_metadata(json.dumps(DEVICES))
+    first, second, first_again = table["VirtualDevice"]
+    assert first is first_again  # one node, one object
+    assert first != second and first == read_metadata(json.dumps(DEVICES))["VirtualDevice"][0]
+    assert [n.type_key for n in first.nodes][:2] == ["VirtualDevice", "runtime.String"]
+    assert "Target" in [n.type_key for n in first.nodes]
+    assert repr(first) == "<VirtualDevice from the metadata>"
+
+
+def test_opaque_objects_write_back_the_same_graph():
+    table = read_metadata(json.dumps(DEVICES))
+    text = write_metadata({"VirtualDevice": [table["VirtualDevice"][1], table["VirtualDevice"][0]]})
+    doc = json.loads(text)
+    root = doc["nodes"][doc["root"]]
+    second, first = doc["nodes"][root["data"][0]]["data"]
+    # Numbers stay numbers, references are renumbered to the same nodes.
+    assert _reachable(doc, first) == _reachable(DEVICES, 3)
+    assert _reachable(doc, second) == _reachable(DEVICES, 12)
+    assert doc["nodes"][second]["attrs"]["device_type_int"] == "2"
+    assert doc["nodes"][second]["attrs"]["virtual_device_id"] == "3"
+    back = read_metadata(text)["VirtualDevice"]
+    assert back == [table["VirtualDevice"][1], table["VirtualDevice"][0]]
+
+
+def test_opaque_object_written_twice_is_one_node():
+    (device, *_) = read_metadata(json.dumps(DEVICES))["VirtualDevice"]
+    doc = json.loads(write_metadata({"VirtualDevice": [device, device]}))
+    root = doc["nodes"][doc["root"]]
+    first, again = doc["nodes"][root["data"][0]]["data"]
+    assert first == again
+
+
+def test_opaque_object_keeps_the_constants_it_refers_to():
+    payload = encode_ndarray(np.arange(3, dtype=np.int32))
+    doc = {
+        "root": 1,
+        "nodes": [
+            NULL,
+            {"type_key": "Map", "keys": ["relay.Constant", "Holder"], "data": [2, 4]},
+            {"type_key": "Array", "data": [3]},
+            {"type_key": "relay.Constant", "attrs": {"data": "0", "span": "0"}},
+            {"type_key": "Array", "data": [5]},
+            {"type_key": "Holder", "attrs": {"value": "7", "weight": "6"}},
+            {"type_key": "relay.Constant", "attrs": {"data": "1", "span": "0"}},
+        ],
+        "b64ndarrays": [encode_ndarray(np.zeros(2, np.float32)), payload],
+    }
+    (holder,) = read_metadata(json.dumps(doc))["Holder"]
+    assert holder.arrays == (payload,)
+    text = write_metadata({"relay.Constant": [np.ones(4, np.int8)], "Holder": [holder]})
+    out = json.loads(text)
+    assert out["b64ndarrays"][1] == payload
+    assert read_metadata(text)["Holder"] == [holder]
+    holder_node = out["nodes"][out["nodes"][out["nodes"][1]["data"][1]]["data"][0]]
+    assert holder_node["attrs"]["value"] == "7"  # a number, not node 7
+
+
+def test_empty_runtime_string_is_the_empty_name():
+    doc = _doc(
+        [
+            NULL,
+            {"type_key": "Map", "keys": ["tir.SizeVar"], "data": [2]},
+            {"type_key": "Array", "data": [3]},
+            {"type_key": "tir.SizeVar", "attrs": {"dtype": "int32", "name": "4"}},
+            {"type_key": "runtime.String"},
+        ]
+    )
+    (var,) = read_metadata(doc)["tir.SizeVar"]
+    assert var.name_hint == ""
+
+
+@pytest.mark.parametrize(
+    "node, message",
+    [
+        ({"type_key": "Thing", "data": [7]}, "refers to node 7"),
+        ({"type_key": "Thing", "attrs": []}, "malformed attrs"),
+        ({"type_key": "Thing", "repr_str": 3}, "not a string"),
+        ({"type_key": "Thing", "keys": [1]}, "list of strings"),
+    ],
+)
+def test_malformed_opaque_objects(node, message):
+    doc = _doc(
+        [
+            NULL,
+            {"type_key": "Map", "keys": ["k"], "data": [2]},
+            {"type_key": "Array", "data": [3]},
+            node,
+        ]
+    )
+    with pytest.raises(ValueError, match=message):
+        read_metadata(doc)

@@ -745,13 +745,32 @@ def test_type_annotations_as_comments():
         ("_x", "v_x"),
         ("", "v"),
         ("1", "v1"),
-        ("a/b", "a_b"),
+        ("a/b", "a/b"),  # TVM's lexer reads `/` inside names
+        ("base/x/", "base/x/"),
+        ("/x", "v/x"),
+        ("a//b", "a_/b"),  # `//` would start a comment
+        ("a/*b", "a/_b"),
         ("x-y:z", "x_y_z"),
         ("é", "v_"),
     ],
 )
 def test_sanitize_name(hint, name):
     assert sanitize_name(hint) == name
+
+
+def test_names_with_slashes_print_as_written_and_parse_back():
+    t = TensorType((2,), "float32")
+    x, y, z = Var("base/x", t), Var("a//b", TupleType((t,))), Var("c/", t)
+    fn = Function([x, y, z], Tuple([x, TupleGetItem(y, 0), z]))
+    mod = IRModule({GlobalVar("main"): fn})
+    text = print_module(mod)
+    assert "def @main(%base/x: Tensor[(2), float32], %a_/b: (Tensor[(2), float32],), %c/:" in text
+    again = parse(text)
+    assert_structural_equal(again, mod)
+    assert [p.name_hint for p in again["main"].params] == ["base/x", "a_/b", "c/"]
+    assert print_module(again) == text
+    source = '#[version = "0.0.5"]\ndef @main(%base/x: float32) {\n  %base/x\n}\n'
+    assert print_module(parse(source)) == source
 
 
 def test_names_are_unique_within_each_definition():
