@@ -41,16 +41,26 @@ def _read_source(path: str) -> tuple[str, str]:
         raise Error(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def _parse_module(path: str):  # type: ignore[no-untyped-def]
+def _parse_module(path: str, strict: bool = False):  # type: ignore[no-untyped-def]
+    """The module in `path` and its text; warnings (a missing version header) go to stderr,
+    or are errors with `strict` (`--strict`)."""
     from .grammar import parse
 
     text, name = _read_source(path)
-    return parse(text, name), text
+    return parse(text, name, strict=strict, on_warning=_print_warning), text
+
+
+def _print_warning(diagnostic: Any) -> None:
+    """A warning diagnostic on stderr (`file:line:col: warning: ...`, the line, notes)."""
+    print(diagnostic.render(), file=sys.stderr)
+
+
+STRICT_HELP = 'treat warnings as errors (e.g. a missing #[version = "0.0.5"] header)'
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Parse (and, where available, type-check) a file; print each global's signature."""
-    module, _ = _parse_module(args.file)
+    module, _ = _parse_module(args.file, args.strict)
     from .lang.printer import print_type
 
     signatures = _global_signatures(module)
@@ -90,7 +100,7 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     """Print the canonical form of a file (or check / rewrite it in place)."""
     from .grammar.prelude import strip_prelude
 
-    module, original = _parse_module(args.file)
+    module, original = _parse_module(args.file, args.strict)
     text = strip_prelude(module).astext()  # the program as written, not the prelude it uses
     if args.check:
         if text != original:
@@ -130,7 +140,7 @@ def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
     from .driver import build
 
     target = default_target(args.target)
-    module, _ = _parse_module(args.file)
+    module, _ = _parse_module(args.file, args.strict)
     _global_signatures(module)  # type-check first: errors are reported before running
     if "main" not in module:
         raise Error(f"{args.file}: the module has no @main function to run")
@@ -206,7 +216,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .driver import InterpretedModel, build, default_target
 
     target = default_target(args.target)
-    module, _ = _parse_module(args.file)
+    module, _ = _parse_module(args.file, args.strict)
     _global_signatures(module)
     from .runio import load_inputs
 
@@ -251,7 +261,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
         standard_pipeline,
     )
 
-    module, _ = _parse_module(args.file)
+    module, _ = _parse_module(args.file, args.strict)
     _global_signatures(module)  # type errors are reported before any pass runs
     level = args.opt_level if args.opt_level is not None else (3 if args.passes else 2)
     if args.passes is not None:
@@ -320,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check", help="parse and type-check a file, print the type of each global"
     )
     check.add_argument("file", help="a .relay file ('-' for standard input)")
+    check.add_argument("--strict", action="store_true", help=STRICT_HELP)
     check.set_defaults(run=cmd_check)
 
     fmt = commands.add_parser("fmt", help="print a file in canonical form")
@@ -329,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="exit 1 if the file is not in canonical form"
     )
     mode.add_argument("-i", "--in-place", action="store_true", help="rewrite the file")
+    fmt.add_argument("--strict", action="store_true", help=STRICT_HELP)
     fmt.set_defaults(run=cmd_fmt)
 
     run = commands.add_parser("run", help="run @main on inputs and print the result")
@@ -345,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--repeat", type=int, default=10, metavar="N", help="runs for --bench (default 10)"
     )
+    run.add_argument("--strict", action="store_true", help=STRICT_HELP)
     run.set_defaults(run=cmd_run)
 
     build = commands.add_parser("build", help="compile a file to a .relaymod artifact")
@@ -364,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dump", action="append", choices=DUMP_STAGES, metavar="STAGE",
         help="also write what a stage produced (relay, te, tir, llvm, asm) beside the artifact",
     )  # fmt: skip
+    build.add_argument("--strict", action="store_true", help=STRICT_HELP)
     build.set_defaults(run=cmd_build)
 
     opt = commands.add_parser("opt", help="optimize a file and print the result")
@@ -390,8 +404,49 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument(
         "--debug", action="store_true", help="check well-formedness and types after every pass"
     )
+    opt.add_argument("--strict", action="store_true", help=STRICT_HELP)
     opt.set_defaults(run=cmd_opt)
+    _add_save_crash(parser, commands)
     return parser
+
+
+ISSUE_TRACKER = "https://github.com/<owner>/relay/issues"  # placeholder until published
+
+
+def _add_save_crash(parser: argparse.ArgumentParser, commands: Any) -> None:
+    """`--save-crash DIR`, before or after the command: on an internal error, save the
+    program and the traceback into DIR."""
+    text = "on an internal error (exit 3), save the input program and the traceback in DIR"
+    parser.add_argument("--save-crash", metavar="DIR", help=text)
+    for sub in commands.choices.values():  # SUPPRESS: do not override the global one
+        sub.add_argument("--save-crash", metavar="DIR", default=argparse.SUPPRESS, help=text)
+
+
+def _save_crash(folder: str, argv: Sequence[str], path: str | None, source: str | None) -> str:
+    """Write the program (`source`, else the file `path`) and the current traceback into
+    `folder`; returns a phrase naming both files."""
+    import platform
+    import time
+
+    os.makedirs(folder, exist_ok=True)
+    base = os.path.join(folder, time.strftime("crash-%Y%m%d-%H%M%S-") + str(os.getpid()))
+    stem, count = base, 1
+    while os.path.exists(stem + ".txt"):  # several crashes in one process and second
+        stem, count = f"{base}-{count}", count + 1
+    extension = ".relaymod" if path and path.endswith(".relaymod") else ".relay"
+    program = stem + extension
+    if source is None and path is not None and path != "-":
+        with open(path, "rb") as original, open(program, "wb") as copy:
+            copy.write(original.read())
+    else:
+        with open(program, "w", encoding="utf-8") as copy:
+            copy.write(source or "")
+    with open(stem + ".txt", "w", encoding="utf-8") as report:
+        report.write(f"command: relay {' '.join(argv)}\n")
+        report.write(f"program: {program} (copied from {path})\n")
+        report.write(f"python {platform.python_version()} on {platform.platform()}\n\n")
+        report.write(traceback.format_exc())
+    return f"the program is saved in {program}, the traceback in {stem}.txt"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -399,6 +454,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
+    save_crash: str | None = args.save_crash
+    stdin_text, stdin = None, sys.stdin
+    if save_crash and getattr(args, "file", None) == "-":  # keep standard input to save it
+        import io
+
+        stdin_text = sys.stdin.read()
+        sys.stdin = io.StringIO(stdin_text)
     try:
         return run(args)
     except Error as error:
@@ -415,12 +477,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # a bug in relay, not in the user's input
         if os.environ.get("RELAY_DEBUG"):
             traceback.print_exc()
+        saved = "rerun with --save-crash DIR to save both"
+        if save_crash:
+            try:
+                file = getattr(args, "file", None)
+                words = sys.argv[1:] if argv is None else argv
+                saved = _save_crash(save_crash, words, file, stdin_text)
+            except OSError as exc:
+                saved = f"could not save it in {save_crash}: {exc.strerror}"
         print(
             f"internal error: {type(error).__name__}: {error}\n"
-            "This is a bug in relay; set RELAY_DEBUG=1 to see the traceback.",
+            f"This is a bug in relay, not in your program; please report it at {ISSUE_TRACKER} "
+            f"with the program that caused it ({saved}). Set RELAY_DEBUG=1 to see the traceback.",
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+    finally:
+        sys.stdin = stdin
 
 
 if __name__ == "__main__":

@@ -292,3 +292,33 @@ def test_build_with_bound_params_takes_only_the_remaining_inputs(tmp_path):
         np.testing.assert_allclose(result["out"], x @ w.T)
     code, _, err = relay("run", artifact, "--inputs", tmp_path / "w.npz")
     assert code == 1 and "unexpected input `w`" in err
+
+
+HEADERLESS = """def @main(%x: Tensor[(2), float32]) {
+  negative(%x)
+}
+"""
+
+
+@pytest.mark.parametrize("command", [["check"], ["fmt"], ["opt"], ["run", "--target", "interp"]])
+def test_missing_version_header_is_a_warning_with_the_fix(tmp_path, command):
+    source = tmp_path / "m.relay"
+    source.write_text(HEADERLESS)
+    code, _, err = relay(*command, source)
+    assert code == 0, err
+    assert f"{source}:1:1: warning: missing version header" in err
+    assert 'note: add the line #[version = "0.0.5"] at the top of the file' in err
+    code, out, err = relay(*command, "--strict", source)
+    assert code == 1 and out == ""
+    assert f"{source}:1:1: error: missing version header" in err and "Traceback" not in err
+
+
+def test_strict_accepts_a_file_with_the_header_and_build_has_strict_too(tmp_path):
+    source = tmp_path / "m.relay"
+    source.write_text('#[version = "0.0.5"]\n' + HEADERLESS)
+    code, _, err = relay("check", "--strict", source)
+    assert code == 0 and "warning" not in err
+    source.write_text(HEADERLESS)
+    code, _, err = relay("build", "--strict", source, "-o", tmp_path / "m.relaymod")
+    assert code == 1 and "missing version header" in err
+    assert not (tmp_path / "m.relaymod").exists()
