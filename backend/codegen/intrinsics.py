@@ -89,7 +89,9 @@ def _float_unary(b: ir.IRBuilder, name: str, x: ir.Value, dtype: str) -> ir.Valu
         e = _call_intrinsic(b, "llvm.exp", b.fneg(x))
         return b.fdiv(one, b.fadd(one, e, flags=FAST_FLAGS), flags=FAST_FLAGS)
     if name == "rsqrt":
-        return b.fdiv(constant(dtype, 1.0), _call_intrinsic(b, "llvm.sqrt", x), flags=FAST_FLAGS)
+        # A correctly rounded divide: with `arcp`/`afn` LLVM emits an estimate and a Newton
+        # step, which makes 1/sqrt(0) nan instead of inf (and `nsz` would lose -inf).
+        return b.fdiv(constant(dtype, 1.0), _call_intrinsic(b, "llvm.sqrt", x))
     if name in _LLVM_UNARY:
         return _call_intrinsic(b, _LLVM_UNARY[name], x)
     if name in _LIBM_UNARY:

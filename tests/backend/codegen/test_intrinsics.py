@@ -300,3 +300,20 @@ def test_reinterpret_and_likely():
     f[:] = -1
     lib.run("likely", x, f)
     np.testing.assert_array_equal(f, np.where(np.arange(16) < 10, x * 2, -1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["sqrt", "rsqrt"])
+def test_square_roots_of_signed_zeros_and_infinity(name, dtype):
+    """IEEE at the edges, as numpy gives them: a fast reciprocal square root with a Newton
+    step would turn 1/sqrt(0) into 0 * inf = nan (found by the fuzz campaign)."""
+    lib = compile_module(unary_kernels(name, dtype))
+    edges = np.array([0.0, -0.0, np.inf, 4.0, 1e-30, -1.0], dtype)
+    x = aligned_copy(np.resize(edges, N).astype(dtype))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expect = np.sqrt(x) if name == "sqrt" else 1 / np.sqrt(x)
+    for kind in "sv":
+        out = aligned_empty(N, dtype)
+        lib.run(f"{name}_{kind}", x, out)
+        np.testing.assert_allclose(out, expect, rtol=1e-6, err_msg=f"{name}_{kind}")
+        np.testing.assert_array_equal(np.signbit(out), np.signbit(expect), err_msg=name)
