@@ -119,7 +119,7 @@ class Actions(TypeActions):
         """`let %x = value; body`"""
         var, keyword = c[0]
         body = c[3]
-        return Let(var, c[1], body, span=self.span(keyword, body))
+        return Let(var, c[1], body, span=self.span(keyword, self.body_end(body)))
 
     def graph_bind(self, c: list[Any]) -> None:
         """`%N = value;`: later `%N` denote the same node."""
@@ -147,7 +147,7 @@ class Actions(TypeActions):
     def seq_expr(self, c: list[Any]) -> Expr:
         """`e1; e2`: a let of a fresh, unnamed variable."""
         value, semicolon, body = c
-        span = self.span(value if value.span is not None else semicolon, body)
+        span = self.span(value if value.span is not None else semicolon, self.body_end(body))
         return Let(Var("", span=span), value, body, span=span)
 
     # ------------------------------------------------------------------ references
@@ -197,9 +197,16 @@ class Actions(TypeActions):
         """A call, projection or atom used as a value."""
         x = c[0]
         if type(x) is Ref:
-            node = x.node
-            return self.unwrap(x) if type(node) is Constructor else node
+            node = self.unwrap(x) if type(x.node) is Constructor else x.node
+            self.last_use = (node, x.last)
+            return node
         return x  # type: ignore[no-any-return]
+
+    def body_end(self, body: Expr) -> Any:
+        """What a binding's span ends with: the last token of `body` when it is a bare
+        reference (its node's own span is where it was bound), else `body`."""
+        last = self.last_use
+        return last[1] if last is not None and last[0] is body else body
 
     # ------------------------------------------------------------------ literals, meta
     def literal(self, c: list[Any]) -> Expr:

@@ -123,6 +123,9 @@ class ParseState:
         self.type_defs: dict[str, tuple[TypeData, Span]] = {}
         self.constructors: dict[str, Constructor] = {}
         self.default_attrs: dict[object, object] = {}
+        # The last reference used as a value and its last token: a `let` or `e1; e2` whose
+        # body is a bare reference ends where that use ends, not where the node was bound.
+        self.last_use: tuple[Expr, Token] | None = None
 
     def end(self) -> None:
         """Drop references to the finished parse."""

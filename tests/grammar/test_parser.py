@@ -694,3 +694,11 @@ def test_every_grammar_rule_has_an_action() -> None:
             continue  # lark's helpers for `item*` and `header?`, spliced into the parent
         passthrough = rule.options.expand1 and len(rule.expansion) == 1
         assert passthrough or hasattr(Actions, name), name
+
+
+def test_a_let_whose_body_is_a_variable_spans_to_the_use():
+    """The span of a binding ends where its body is written, even when the body is a
+    reference whose node was bound earlier."""
+    text = '#[version = "0.0.5"]\ndef @main(%x: int32) {\n  let %y: int32 = %x;\n  %y\n}\n'
+    span = parse(text)["main"].body.span
+    assert (span.line, span.column, span.end_line, span.end_column) == (3, 3, 4, 5)
