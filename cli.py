@@ -410,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-ISSUE_TRACKER = "https://github.com/<owner>/relay/issues"  # placeholder until published
+REPORT_TO = "the issue tracker of the relay repository you installed from"
 
 
 def _add_save_crash(parser: argparse.ArgumentParser, commands: Any) -> None:
@@ -487,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 saved = f"could not save it in {save_crash}: {exc.strerror}"
         print(
             f"internal error: {type(error).__name__}: {error}\n"
-            f"This is a bug in relay, not in your program; please report it at {ISSUE_TRACKER} "
+            f"This is a bug in relay, not in your program; please report it to {REPORT_TO} "
             f"with the program that caused it ({saved}). Set RELAY_DEBUG=1 to see the traceback.",
             file=sys.stderr,
         )

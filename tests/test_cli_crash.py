@@ -46,7 +46,7 @@ def test_internal_error_says_where_to_report(broken_typecheck, program, capsys):
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: forced failure in the type checker" in err
     assert "this is a bug in relay" in err.lower()
-    assert f"please report it at {cli.ISSUE_TRACKER}" in err
+    assert f"please report it to {cli.REPORT_TO}" in err
     assert "--save-crash DIR" in err  # how to save the program next time
     assert "Traceback" not in err  # only with RELAY_DEBUG=1
 
