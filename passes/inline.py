@@ -5,7 +5,11 @@ of `body` in which `%p` and `%q` are replaced by the arguments, and every variab
 inside `body` (let variables, parameters of nested functions, pattern variables) is
 renamed to a new `Var`, so no variable is bound twice in the result. An argument whose
 evaluation has effects (see `to_graph.pure_nodes`) is first bound by a `let`, so it is
-still evaluated exactly once. Inlining repeats until no inlinable call is left; then the
+still evaluated exactly once. So is an argument whose parameter's annotation may say more
+than the argument's own type (`to_graph.annotation_informs`): `@pick(Left(%x))` of
+`@pick(%e: Either[T, T])` becomes `let %e: Either[T, T] = Left(%x); …`, since `Left(%x)`
+alone leaves the `Right` type open; likewise the body is bound to a variable annotated with
+such a return type. Inlining repeats until no inlinable call is left; then the
 inlined globals that nothing refers to any more are removed (never `@main`).
 
 Not inlined: functions with type parameters, and functions that reach themselves through
@@ -29,7 +33,7 @@ from ..lang.module import IRModule
 from ..lang.traversal import post_order, rewrite_post_order, substitute
 from .context import PassContext
 from .pass_base import NoOptions, module_pass
-from .to_graph import pure_nodes
+from .to_graph import annotation_informs, pure_nodes
 
 
 def fresh_copy(body: Expr, params: dict[Var, Expr]) -> Expr:
@@ -73,13 +77,17 @@ def _inline_call(call: Call, fn: Function) -> Expr:
     bindings: list[tuple[Var, Expr]] = []
     params: dict[Var, Expr] = {}
     for param, arg in zip(fn.params, call.args):
-        if id(arg) in pure:
+        if id(arg) in pure and not annotation_informs(param.type_annotation):
             params[param] = arg
         else:
             var = Var(param.name_hint, param.type_annotation)
             bindings.append((var, arg))
             params[param] = var
     result = fresh_copy(fn.body, params)
+    if annotation_informs(fn.ret_type):
+        name = call.op.name_hint if isinstance(call.op, GlobalVar) else "result"
+        returned = Var(name, fn.ret_type)
+        result = Let(returned, result, returned)
     for var, value in reversed(bindings):
         result = Let(var, value, result)
     return result

@@ -12,8 +12,10 @@ the variables the literal captures (its free variables), then its own parameters
   closure gets such a wrapper bound at the top of its global's body too.
 
 Literals are lifted innermost first, so lifted bodies contain no other closure but such
-wrappers. Limitation: a closure capturing a variable whose type mentions type parameters
-of the enclosing function is lifted without those type parameters.
+wrappers. The new globals' parameters and return types are annotated with the inferred
+types where the literal had none, since the context that fixed them is left behind.
+Limitation: a closure capturing a variable whose type mentions type parameters of the
+enclosing function is lifted without those type parameters.
 
     def @main(%x: float32) -> float32 {
       let %f = fn (%y: float32) -> float32 { add(%x, %y) };
@@ -34,6 +36,7 @@ from ..lang.expr import Call, Expr, Function, GlobalVar, Let, Var
 from ..lang.freevars import free_vars
 from ..lang.module import IRModule
 from ..lang.traversal import ExprMutator, children, post_order, substitute
+from ..lang.types import FuncType, Type
 from ..typecheck import ModuleTypes, infer_module
 from .context import PassContext
 from .pass_base import NoOptions, module_pass
@@ -112,8 +115,19 @@ class _Lifter:
             annotation = self.types.type_of(var)
         return Var(var.name_hint, annotation)
 
-    def make_global(self, fn: Function, lit: _Literal, escaping: set[Var]) -> Expr:
-        """Add the global for rewritten literal `fn`; the value that replaces it."""
+    def _return_type(self, literal: Function) -> Type | None:
+        """`literal`'s return type: its annotation, else the inferred one (which may come
+        from the context: `let %f: fn () -> Opt[float32] = fn () { Nothing }`)."""
+        if literal.ret_type is not None:
+            return literal.ret_type
+        inferred = self.types.type_of(literal) if literal in self.types else None
+        return inferred.ret_type if isinstance(inferred, FuncType) else None
+
+    def make_global(
+        self, fn: Function, lit: _Literal, escaping: set[Var], literal: Function
+    ) -> Expr:
+        """Add the global for rewritten literal `fn` (`literal` before the rewriting); the
+        value that replaces it."""
         params = [self._typed(v) for v in lit.captured]
         own = [self._typed(p) for p in fn.params]
         mapping: dict[Var, Expr] = dict(zip(lit.captured, params))
@@ -124,8 +138,9 @@ class _Lifter:
             mapping[lit.rec] = inner
             body = Let(inner, _wrapper(fn, lit.gv, lit.captured, own), body)
         body = substitute(body, mapping) if mapping else body
+        ret_type = self._return_type(literal)
         global_fn = Function(
-            (*params, *own), body, fn.ret_type, fn.type_params, fn.attrs, span=fn.span
+            (*params, *own), body, ret_type, fn.type_params, fn.attrs, span=fn.span
         )
         self.new_globals.append((lit.gv, global_fn))
         return _wrapper(fn, lit.gv, lit.captured, own)
@@ -164,7 +179,7 @@ class _Rewriter(ExprMutator):
                 return Call(lit.gv, (*lit.captured, *call.args), call.attrs, call.type_args)
         elif isinstance(node, Function) and id(node) in self.literals:
             literal = self.literals[id(node)]
-            return self.lifter.make_global(cast(Function, new), literal, self.escaping)
+            return self.lifter.make_global(cast(Function, new), literal, self.escaping, node)
         return new
 
     def _called(self, op: Expr) -> _Literal | None:

@@ -8,12 +8,19 @@ The rule: `let %v = value; body` is removed, and every use of `%v` in `body` ref
   Pure are atoms, tuples, projections, function literals (making a closure does nothing),
   calls of operators, constructors and `Primitive` functions with pure arguments, and
   `if` / `match` / `let` whose parts are pure;
-- `%v` is not free in `value` (a recursive function keeps its `let`).
+- `%v` is not free in `value` (a recursive function keeps its `let`);
+- `%v` has no annotation that may say more than `value`'s own type
+  (`annotation_informs`): `let %o: Option[float32] = Nothing` stays, or `%o` would be an
+  `Option[_]` nothing pins down.
+
+A variable bound twice (by a pass that copied code without renaming it) is first renamed
+apart (`distinct_binders`), so every use refers to the binding around it.
 
 Values that create, read or write references, or call a closure or a global function
 (which may have effects or not terminate), keep their `let`, so the result is in graph
-normal form exactly when the program has no such bindings. The pass therefore promises
-the "any" form (`normal_form_problem(mod, "graph")` holds for effect-free programs).
+normal form exactly when the program has no such bindings (nor informative annotations).
+The pass therefore promises the "any" form (`normal_form_problem(mod, "graph")` holds
+for effect-free programs).
 
     def @main(%x: Tensor[(2), float32]) {
       let %a = add(%x, %x);
@@ -51,10 +58,11 @@ from ..lang.expr import (
     TupleGetItem,
     Var,
 )
-from ..lang.freevars import free_vars
+from ..lang.freevars import distinct_binders
 from ..lang.module import IRModule
 from ..lang.op import Op
 from ..lang.traversal import children, post_order, with_children
+from ..lang.types import FuncType, RefType, TupleType, Type, TypeCall, TypeVar
 from .context import PassContext
 from .pass_base import NoOptions, function_pass
 
@@ -83,31 +91,86 @@ def pure_nodes(order: list[Expr]) -> set[int]:
     return pure
 
 
-def to_graph_expr(root: Expr) -> Expr:
-    """`root` with its lets of pure values turned into shared nodes."""
-    order = list(post_order(root))
+def annotation_informs(t: Type | None) -> bool:
+    """Whether a variable annotated `t` may know more than the value bound to it: `t`
+    mentions a function type, an ADT applied to type arguments or a type variable. (The
+    value `Nothing` of `let %o: Option[float32] = Nothing` is only an `Option[_]`; a
+    function literal may leave its parameters' types to the annotation.) Such a binding
+    must stay a binding when code is moved around, or the program may no longer
+    type-check."""
+    if t is None:
+        return False
+    stack: list[Type] = [t]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (FuncType, TypeVar)) or (isinstance(item, TypeCall) and item.args):
+            return True
+        if isinstance(item, TupleType):
+            stack.extend(item.fields)
+        elif isinstance(item, RefType):
+            stack.append(item.value)
+    return False
+
+
+def _inlinable_lets(order: list[Expr]) -> dict[Var, Expr]:
+    """The let variables of `order` (a post-order without rebound variables) to replace by
+    their values: pure values that do not use their own variable (a recursive function
+    keeps its `let`), bound to variables whose annotation tells nothing more."""
     pure = pure_nodes(order)
-    has_function: set[int] = set()  # only through a function can a value use its own var
-    for node in order:
-        if isinstance(node, Function) or any(id(c) in has_function for c in children(node)):
-            has_function.add(id(node))
     inline: dict[Var, Expr] = {}
     for node in order:
         if (
             isinstance(node, Let)
             and id(node.value) in pure
-            and (id(node.value) not in has_function or node.var not in free_vars(node.value))
+            and node.value is not node.var
+            and not annotation_informs(node.var.type_annotation)
         ):
             inline[node.var] = node.value
+    # A use of a variable met before its value is finished lies inside that value.
+    finished: set[int] = set()
+    for node in order:
+        for kid in children(node):
+            if isinstance(kid, Var) and kid in inline and id(inline[kid]) not in finished:
+                del inline[kid]
+        finished.add(id(node))
+    return inline
+
+
+def _targets(inline: dict[Var, Expr]) -> dict[Var, Expr]:
+    """For each inlined variable, the value its uses become: an alias `let %b = %a` of an
+    inlined `%a` is followed to `%a`'s value."""
+    target: dict[Var, Expr] = {}
+    for start in inline:
+        path: list[Var] = []
+        value: Expr = start
+        while isinstance(value, Var) and value in inline and value not in target:
+            if value in path:  # only a program with a variable out of scope gets here
+                break
+            path.append(value)
+            value = inline[value]
+        end = target.get(value, value) if isinstance(value, Var) else value
+        for var in path:
+            target[var] = end
+    return target
+
+
+def to_graph_expr(root: Expr) -> Expr:
+    """`root` with its lets of pure values turned into shared nodes."""
+    order = list(post_order(root))
+    unique = distinct_binders(root, order)  # a variable bound twice makes `inline` ambiguous
+    if unique is not root:
+        root, order = unique, list(post_order(unique))
+    inline = _inlinable_lets(order)
     if not inline:
         return root
-    # A hand loop rather than `ExprMutator`: a use of an inlined variable must read what its
-    # value became, and that value may itself be a variable inlined later in the walk.
+    target = _targets(inline)
+    # A hand loop rather than `ExprMutator`: a use of an inlined variable reads what its
+    # value became (`target` skips aliases, whose own `Var` nodes are never rebuilt).
     memo: dict[int, Expr] = {}
 
     def get(kid: Expr) -> Expr:
         if isinstance(kid, Var) and kid in inline:
-            return memo[id(inline[kid])]
+            return memo[id(target[kid])]
         return memo[id(kid)]
 
     for node in order:

@@ -5,8 +5,10 @@
   shapes and attributes from `typed_ops`), and computes the result type with the
   operator's own type relation, so the program is well-typed by construction.
 * `functional_programs()`: `let`, `if`, closures, tuples, an ADT with `match`, recursion
-  through a global and references, over small tensors; generated type-directed (an
-  expression is always built for the type its context needs).
+  through a global and references, over small tensors; optionally polymorphic ADTs
+  (`Opt[A]`, `Either[A, B]`), global helper functions `@main` calls and binders that reuse
+  the names of variables in scope; generated type-directed (an expression is always built
+  for the type its context needs).
 * `inputs_for(mod)`: inputs for `@main` (finite values in a modest range).
 
 Choices are read from bytes drawn in chunks (one hypothesis draw per step or per node),
@@ -57,6 +59,7 @@ from ..lang.types import (
     Type,
     TypeCall,
 )
+from ..lang.types import TypeVar as TypeParam
 from ..typecheck.relations import RelationError
 from .typed_ops import (
     GENERATORS,
@@ -326,10 +329,25 @@ _E = TypeVar("_E", bound=Expr)
 
 
 class _Functional:
-    """Builds a well-typed module, one expression at a time for the type it must have."""
+    """Builds a well-typed module, one expression at a time for the type it must have.
+
+    A value of a polymorphic ADT built by a constructor (`Nothing`, `Left(%x)`) has a type
+    of its own with holes in it; the generator writes such a call bare only where its
+    context fixes the type (the argument of a global whose parameter is annotated, the
+    value of an annotated `let`, the body of a global with a return type) and otherwise
+    binds it first: `let %o: Opt[float32] = Nothing; %o`."""
 
     def __init__(
-        self, draw: Any, tape: Tape, max_size: int, recursion: bool, adts: bool, refs: bool
+        self,
+        draw: Any,
+        tape: Tape,
+        max_size: int,
+        recursion: bool,
+        adts: bool,
+        refs: bool,
+        polymorphic: bool = False,
+        helpers: int = 0,
+        shadowing: bool = False,
     ) -> None:
         self.draw, self.tape, self.budget, self.refs = draw, tape, max_size, refs
         dtype = tape.pick([d for d in tape.dtypes if kind(d) != "b"])
@@ -358,12 +376,71 @@ class _Functional:
             ]
             self.types[gtv] = TypeData(gtv, [], ctors)
             self.values.append(self.data)
+        self.adts: list[TypeCall] = [] if self.data is None else [self.data]
+        if polymorphic:
+            self._add_polymorphic_adts()
+        self.shadowing = shadowing
+        self.fixed_next = False  # the next expression's context fixes its type
+        self.helpers: list[tuple[GlobalVar, tuple[Type, ...], Type]] = []
+        self.callable_helpers = 0
+        self.helper_count = helpers
         if refs:
             self.values.append(RefType(self.scalar))
         self.loop: tuple[GlobalVar, TensorType] | None = None
         if recursion:
             self.loop = (GlobalVar("loop"), tape.pick(self.tensors))
         self.in_loop = False
+
+    def _add_polymorphic_adts(self) -> None:
+        """`type Opt[A] { Some(A), Nothing }` and `type Either[A, B] { Left(A), Right(B) }`
+        with a few instances among the values."""
+        opt, either = GlobalTypeVar("Opt"), GlobalTypeVar("Either")
+        a = TypeParam("A")
+        self.types[opt] = TypeData(
+            opt, [a], [Constructor("Some", [a], opt, 0), Constructor("Nothing", [], opt, 1)]
+        )
+        a, b = TypeParam("A"), TypeParam("B")  # each ADT has type parameters of its own
+        self.types[either] = TypeData(
+            either,
+            [a, b],
+            [Constructor("Left", [a], either, 0), Constructor("Right", [b], either, 1)],
+        )
+        s, v = self.scalar, self.vector
+        instances = [
+            TypeCall(opt, (s,)),
+            TypeCall(opt, (v,)),
+            TypeCall(either, (s, v)),
+            TypeCall(either, (v, v)),
+        ]
+        self.adts += instances
+        self.values += instances
+
+    def fields(self, ctor: Constructor, t: TypeCall) -> list[Type]:
+        """The field types of `ctor` in a value of type `t`."""
+        mapping = dict(zip(self.types[t.func].type_vars, t.args))
+        return [mapping.get(f, f) if isinstance(f, TypeParam) else f for f in ctor.inputs]
+
+    def built(
+        self, ctor: Constructor, args: list[Expr], t: TypeCall, env: _Env, fixed: bool
+    ) -> Expr:
+        """`ctor(args)` of type `t`; bound to an annotated variable first when `t` is an
+        instance of a polymorphic ADT and the context does not fix the type."""
+        call = Call(ctor, args)
+        if fixed or not t.args:
+            return call
+        bound = Var(self.name("o", env), t)
+        return Let(bound, call, bound)
+
+    def fixed_expr(self, t: Type, env: _Env, depth: int) -> Expr:
+        """`expr`, in a position whose context fixes the type."""
+        self.fixed_next = True
+        return self.expr(t, env, depth)
+
+    def name(self, hint: str, env: _Env) -> str:
+        """`hint`, or with `shadowing` sometimes the name of a variable in scope."""
+        if self.shadowing and env and self.tape.maybe(4):
+            return self.tape.pick(env)[0].name_hint  # type: ignore[no-any-return]
+        return hint
 
     # ------------------------------------------------------------------ plumbing
     def node(self, build: Callable[[], _E]) -> _E:
@@ -376,8 +453,11 @@ class _Functional:
         finally:
             tape.data, tape.pos = saved
 
-    def var(self, hint: str, t: Type) -> Var:
-        return Var(hint, t if self.tape.maybe(2) else None)
+    def var(self, hint: str, t: Type, env: _Env = ()) -> Var:
+        name = self.name(hint, env)
+        if isinstance(t, TypeCall) and t.args:
+            return Var(name, t)
+        return Var(name, t if self.tape.maybe(2) else None)
 
     def constant(self, t: TensorType) -> Constant:
         tape = self.tape
@@ -397,8 +477,9 @@ class _Functional:
         return self.node(lambda: self._expr(t, env, depth))
 
     def _expr(self, t: Type, env: _Env, depth: int) -> Expr:
+        fixed, self.fixed_next = self.fixed_next, False
         if depth <= 0 or self.budget <= 0:
-            return self.leaf(t, env)
+            return self.leaf(t, env, fixed=fixed)
         self.budget -= 1
         forms: list[Callable[[Type, _Env, int], Expr | None]] = [
             self.leaf,
@@ -410,16 +491,22 @@ class _Functional:
             self.call_env,
             self.project,
         ]
-        if self.data is not None:
+        if self.adts:
             forms.append(self.match)
         if self.refs:
             forms += [self.ref, self.read_env]
         if self.loop is not None and t == self.loop[1] and not self.in_loop:
             forms.append(self.call_loop)
-        made = self.tape.pick(forms)(t, env, depth - 1)
-        return made if made is not None else self.leaf(t, env)
+        if any(ret == t for _, _, ret in self.helpers[: self.callable_helpers]):
+            forms += [self.call_helper, self.call_helper, self.call_helper]
+        form = self.tape.pick(forms)
+        if form == self.leaf or form == self.own_form:
+            made = form(t, env, depth - 1, fixed=fixed)
+        else:
+            made = form(t, env, depth - 1)
+        return made if made is not None else self.leaf(t, env, fixed=fixed)
 
-    def leaf(self, t: Type, env: _Env, depth: int = 0) -> Expr:
+    def leaf(self, t: Type, env: _Env, depth: int = 0, fixed: bool = False) -> Expr:
         tape = self.tape
         same = [v for v, vt in env if vt == t]
         if same and tape.maybe(6):
@@ -433,31 +520,41 @@ class _Functional:
         if isinstance(t, TupleType):
             return Tuple([self.leaf(f, env) for f in t.fields])
         if isinstance(t, FuncType):
-            params = [Var("p", a) for a in t.arg_types]
+            params = [Var(self.name("p", env), a) for a in t.arg_types]
             inner = env + tuple(zip(params, t.arg_types))
-            return Function(params, self.leaf(t.ret_type, inner))
+            return Function(params, self.leaf(t.ret_type, inner, fixed=fixed))
         if isinstance(t, RefType):
             return RefCreate(self.leaf(t.value, env))
-        assert isinstance(t, TypeCall) and self.data is not None
+        assert isinstance(t, TypeCall)
         ctors = self.types[t.func].constructors
-        if tape.maybe(5):
-            return Call(ctors[2], [])
-        return Call(ctors[0], [self.leaf(self.scalar, env)])
+        if t == self.data:
+            if tape.maybe(5):
+                return Call(ctors[2], [])
+            return Call(ctors[0], [self.leaf(self.scalar, env)])
+        ctor = ctors[1] if tape.maybe(5) else ctors[0]
+        args = [self.leaf(f, env) for f in self.fields(ctor, t)]
+        return self.built(ctor, args, t, env, fixed)
 
-    def own_form(self, t: Type, env: _Env, depth: int) -> Expr | None:
+    def own_form(self, t: Type, env: _Env, depth: int, fixed: bool = False) -> Expr | None:
         """The forms that build a value of `t`'s own kind."""
         tape = self.tape
         if isinstance(t, TupleType):
             return Tuple([self.expr(f, env, depth) for f in t.fields])
         if isinstance(t, FuncType):
-            params = [Var("p", a) for a in t.arg_types]
-            body = self.expr(t.ret_type, env + tuple(zip(params, t.arg_types)), depth)
-            return Function(params, body, t.ret_type if tape.maybe(3) else None)
+            params = [Var(self.name("p", env), a) for a in t.arg_types]
+            annotated = tape.maybe(3)
+            inner = env + tuple(zip(params, t.arg_types))
+            if fixed or annotated:  # the literal's type is fixed, so is its body's
+                body = self.fixed_expr(t.ret_type, inner, depth)
+            else:
+                body = self.expr(t.ret_type, inner, depth)
+            return Function(params, body, t.ret_type if annotated else None)
         if isinstance(t, RefType):
             return RefCreate(self.expr(t.value, env, depth))
         if isinstance(t, TypeCall):
             ctor = tape.pick(self.types[t.func].constructors)
-            return Call(ctor, [self.expr(a, env, depth) for a in ctor.inputs])
+            args = [self.expr(a, env, depth) for a in self.fields(ctor, t)]
+            return self.built(ctor, args, t, env, fixed)
         assert isinstance(t, TensorType)
         if t == self.bool:
             if tape.maybe(2):
@@ -486,9 +583,21 @@ class _Functional:
 
     def let(self, t: Type, env: _Env, depth: int) -> Expr:
         bound = self.tape.pick(self.values)
-        var = self.var("v", bound)
-        value = self.expr(bound, env, depth)
-        return Let(var, value, self.expr(t, (*env, (var, bound)), depth))
+        var = self.var("v", bound, env)
+        aliases = [v for v, vt in env if vt == bound] if self.shadowing else []
+        if aliases and self.tape.maybe(3):  # `let %b = %a`
+            value: Expr = self.tape.pick(aliases)
+        elif var.type_annotation is not None:
+            value = self.fixed_expr(bound, env, depth)
+        else:
+            value = self.expr(bound, env, depth)
+        inner: _Env = (*env, (var, bound))
+        if self.shadowing and self.tape.maybe(3):  # `let %a = …; let %a = %a; …`
+            alias = self.var(var.name_hint, bound)
+            body = self.expr(t, (*inner, (alias, bound)), depth)
+            used = TupleGetItem(Tuple([alias, body]), 1)  # the alias is used at least once
+            return Let(var, value, Let(alias, var, used))
+        return Let(var, value, self.expr(t, inner, depth))
 
     def if_(self, t: Type, env: _Env, depth: int) -> Expr:
         cond = self.expr(self.bool, env, depth)
@@ -498,11 +607,15 @@ class _Functional:
         """`let f = fn (p) { ... captured ... }; ... f(a) ...`"""
         tape = self.tape
         p_type = tape.pick(self.tensors)
-        param = Var("p", p_type)
-        body = self.expr(t, (*env, (param, p_type)), depth)
-        fn = Function([param], body, t if tape.maybe(3) else None)
+        param = Var(self.name("p", env), p_type)
         f_type = FuncType([p_type], t)
-        f = self.var("f", f_type)
+        f = self.var("f", f_type, env)
+        annotated = tape.maybe(3)
+        if annotated or f.type_annotation is not None:
+            body = self.fixed_expr(t, (*env, (param, p_type)), depth)
+        else:
+            body = self.expr(t, (*env, (param, p_type)), depth)
+        fn = Function([param], body, t if annotated else None)
         inner = (*env, (f, f_type))
         call = Call(f, [self.expr(p_type, inner, depth)])
         if isinstance(t, TensorType) and t != self.bool and tape.maybe(4):
@@ -515,7 +628,15 @@ class _Functional:
             return None
         f, ft = self.tape.pick(fns)
         assert isinstance(ft, FuncType)
-        return Call(f, [self.expr(a, env, depth) for a in ft.arg_types])
+        return Call(f, [self.fixed_expr(a, env, depth) for a in ft.arg_types])
+
+    def call_helper(self, t: Type, env: _Env, depth: int) -> Expr | None:
+        """A call of a global helper function returning `t`."""
+        fits = [h for h in self.helpers[: self.callable_helpers] if h[2] == t]
+        if not fits:
+            return None
+        gv, arg_types, _ = self.tape.pick(fits)
+        return Call(gv, [self.fixed_expr(a, env, depth) for a in arg_types])
 
     def project(self, t: Type, env: _Env, depth: int) -> Expr:
         tape = self.tape
@@ -527,17 +648,18 @@ class _Functional:
     def match(self, t: Type, env: _Env, depth: int) -> Expr:
         """A complete match: a clause per constructor, or some of them and a wildcard."""
         tape = self.tape
-        assert self.data is not None
-        data = self.expr(self.data, env, depth)
-        ctors = self.types[self.data.func].constructors
+        adt = tape.pick(self.adts)
+        data = self.expr(adt, env, depth)
+        ctors = self.types[adt.func].constructors
         keep = len(ctors) if not tape.maybe(3) else tape.choose(0, len(ctors) - 1)
         clauses = []
         for ctor in ctors[:keep]:
             subs: list[Pattern] = []
             bound: list[tuple[Var, Type]] = []
-            for i, field in enumerate(ctor.inputs):
+            for i, field in enumerate(self.fields(ctor, adt)):
                 if tape.maybe(7):
-                    var = Var("a" if i == 0 else "rest", field if tape.maybe(2) else None)
+                    name = self.name("a" if i == 0 else "rest", env)
+                    var = Var(name, field if tape.maybe(2) else None)
                     subs.append(PatternVar(var))
                     bound.append((var, field))
                 else:
@@ -551,7 +673,7 @@ class _Functional:
     def ref(self, t: Type, env: _Env, depth: int) -> Expr:
         """`let r = ref(a); let u = r := b; ... r^ ...`"""
         r_type = RefType(t)
-        r = self.var("r", r_type)
+        r = self.var("r", r_type, env)
         inner = (*env, (r, r_type))
         u = Var("u")
         write = RefWrite(r, self.expr(t, inner, depth))
@@ -585,9 +707,31 @@ class _Functional:
         stop = _op("less", n, Constant(np.asarray(1, dtype="int32")))
         return Function([n, acc], If(stop, acc, again), t)
 
+    def helper_function(self, index: int, depth: int) -> Function:
+        """`@h<index>`: one or two annotated parameters (tensors, ADT values, a function),
+        an annotated return type; its body may call the helpers made before it."""
+        tape = self.tape
+        _, arg_types, ret = self.helpers[index]
+        params = [Var(self.name("e" if i == 0 else "q", ()), a) for i, a in enumerate(arg_types)]
+        env: _Env = tuple(zip(params, arg_types))
+        self.callable_helpers = index
+        self.in_loop = True  # helpers never call @loop, so @loop may call them
+        body = self.fixed_expr(ret, env, depth)
+        self.in_loop = False
+        return Function(params, body, ret if tape.maybe(8) or ret in self.adts else None)
+
     def module(self, max_depth: int) -> IRModule:
         tape = self.tape
         functions: dict[GlobalVar, Function] = {}
+        for i in range(self.helper_count):
+            candidates = [t for t in self.values if not isinstance(t, RefType) and t != self.bool]
+            candidates += self.adts  # ADT parameters are what the helpers are for
+            arg_types = tuple(tape.pick(candidates) for _ in range(tape.choose(1, 2)))
+            ret = tape.pick([self.scalar, self.vector, self.vector, *self.adts])
+            self.helpers.append((GlobalVar(f"h{i}"), arg_types, ret))
+        for i, (gv, _, _) in enumerate(self.helpers):
+            functions[gv] = self.node(lambda: self.helper_function(i, max_depth - 1))  # noqa: B023
+        self.callable_helpers = len(self.helpers)
         if self.loop is not None:
             functions[self.loop[0]] = self.node(lambda: self.loop_function(max_depth - 1))
         params = [Var(f"x{i}", tape.pick(self.tensors)) for i in range(tape.choose(1, 3))]
@@ -619,10 +763,14 @@ def build_functional(
     recursion: bool,
     adts: bool,
     refs: bool,
+    polymorphic: bool = False,
+    helpers: int = 0,
+    shadowing: bool = False,
 ) -> IRModule:
     """The module `functional_programs` makes from the byte chunks `draw` returns."""
     tape = Tape(draw(_chunk(16)), dtypes)
-    return _Functional(draw, tape, max_size, recursion, adts, refs).module(max_depth)
+    made = _Functional(draw, tape, max_size, recursion, adts, refs, polymorphic, helpers, shadowing)
+    return made.module(max_depth)
 
 
 _functional = st.composite(build_functional)
@@ -635,6 +783,9 @@ def functional_programs(
     recursion: bool = True,
     adts: bool = True,
     refs: bool = True,
+    polymorphic: bool = False,
+    helpers: int = 0,
+    shadowing: bool = False,
 ) -> st.SearchStrategy[IRModule]:
     """Well-typed modules in the functional part of the language, over small tensors.
 
@@ -650,8 +801,22 @@ def functional_programs(
     clause per constructor, or some and a wildcard). With `recursion`, a global
     `@loop(%n: int32, %acc)` recurses with `%n - 1` until `%n < 1` (called with
     `%n` <= 4; tail and non-tail calls), so every program terminates. With `refs`, values
-    go through `ref`, `:=` (`ref_write`) and `!` (`ref_read`). `max_depth` bounds
-    nesting (at most 40), `max_size` the number of compound expressions.
+    go through `ref`, `:=` (`ref_write`) and `!` (`ref_read`). With `polymorphic`, the
+    module also defines
+
+        type Opt[A] { Some(A), Nothing }
+        type Either[A, B] { Left(A), Right(B) }
+
+    used at a few instances (`Opt[scalar]`, `Either[tensor, tensor]`, ...): a constructor
+    call whose own type has holes (`Nothing`, `Left(%x)`) is written bare where its
+    context fixes the type (an argument of an annotated parameter, the value of an
+    annotated `let`, a body with a return type) and bound by an annotated `let` elsewhere.
+    With `helpers=N`, globals `@h0` ... `@h<N-1>` take one or two annotated parameters
+    (tensors, ADT values, functions), return a tensor or an ADT value, may call the
+    helpers before them, and are called by `@main` and `@loop`. With `shadowing`, new
+    binders (let variables, parameters, pattern variables) often reuse the name of a
+    variable in scope. `max_depth` bounds nesting (at most 40), `max_size` the number of
+    compound expressions.
 
         from hypothesis import given
         from relay.testing import functional_programs
@@ -662,8 +827,12 @@ def functional_programs(
     """
     if not 0 <= max_depth <= 40 or max_size < 0:  # the generator recurses once per level
         raise ValueError("functional_programs: needs 0 <= max_depth <= 40 and max_size >= 0")
+    if not 0 <= helpers <= 8:
+        raise ValueError("functional_programs: needs 0 <= helpers <= 8")
     checked = _check_dtypes(dtypes, True)
-    return _functional(max_depth, max_size, checked, recursion, adts, refs)  # type: ignore[call-arg]
+    return _functional(  # type: ignore[call-arg]
+        max_depth, max_size, checked, recursion, adts, refs, polymorphic, helpers, shadowing
+    )
 
 
 # --------------------------------------------------------------------------- inputs

@@ -39,7 +39,9 @@ from relay.lang import (
 )
 from relay.lang.diagnostics import Error
 from relay.lang.dtype import numpy_dtype
+from relay.lang.expr import PatternConstructor, pattern_vars
 from relay.lang.printer import print_module
+from relay.lang.traversal import children
 from relay.testing import dataflow_programs, functional_programs, inputs_for, modules
 from relay.testing.typed_ops import GENERATORS
 from relay.testing.typed_programs import build_dataflow, build_functional
@@ -156,6 +158,8 @@ def test_bad_arguments_are_value_errors() -> None:
         functional_programs(dtypes=("bool",))
     with pytest.raises(ValueError, match="positive"):
         dataflow_programs(max_ops=0)
+    with pytest.raises(ValueError, match="helpers"):
+        functional_programs(helpers=9)
 
 
 # --------------------------------------------------------------------------- functional
@@ -265,3 +269,64 @@ def test_inference_on_syntactic_programs_raises_only_diagnostics(mod: IRModule) 
     assume(not asks_for_huge_types(mod))
     with contextlib.suppress(Error):  # a diagnostic; anything else fails the test
         check_module(mod)
+
+
+# --------------------------------------------------------------------------- polymorphic ADTs, globals
+
+
+@settings(max_examples=25)
+@given(functional_programs(polymorphic=True, helpers=3, shadowing=True), st.data())
+def test_polymorphic_programs_with_globals_check_run_and_round_trip(
+    mod: IRModule, data: st.DataObject
+) -> None:
+    check_run_and_round_trip(mod, data)
+
+
+def _binders_reusing_names(fn: Function) -> int:
+    """How many binders of `fn` take the name of a variable bound around them."""
+    count = 0
+    stack: list[tuple[Any, frozenset[str]]] = [(fn.body, frozenset(p.name_hint for p in fn.params))]
+    while stack:
+        node, names = stack.pop()
+        new = []
+        if isinstance(node, Let):
+            new = [node.var]
+        elif isinstance(node, Function):
+            new = list(node.params)
+        elif isinstance(node, Match):
+            new = [v for c in node.clauses for v in pattern_vars(c.lhs)]
+        count += sum(v.name_hint in names for v in new)
+        inner = names | {v.name_hint for v in new}
+        stack.extend((kid, inner) for kid in children(node))
+    return count
+
+
+def test_polymorphic_programs_use_their_constructs() -> None:
+    seen: Counter[str] = Counter()
+    for seed in range(60):
+        mod = build_functional(
+            random_draw(seed), 4, 40, ("float32",), True, True, True, True, 2, True
+        )
+        assert {gv.name_hint for gv in mod.type_definitions} == {"Data", "Opt", "Either"}
+        for gv, fn in mod.functions.items():
+            seen["shadowing binder"] += _binders_reusing_names(fn)
+            for n in post_order(fn):
+                if isinstance(n, Let) and isinstance(n.value, Var):
+                    seen["alias"] += 1
+                if isinstance(n, Match):
+                    for clause in n.clauses:
+                        if isinstance(clause.lhs, PatternConstructor):
+                            seen["match " + clause.lhs.constructor.belong_to.name_hint] += 1
+                if not isinstance(n, Call) or not isinstance(n.op, GlobalVar):
+                    continue
+                if n.op.name_hint.startswith("h"):
+                    seen[f"helper called from @{gv.name_hint[:4]}"] += 1
+                    for arg in n.args:
+                        if isinstance(arg, Call) and isinstance(arg.op, Constructor):
+                            seen["bare " + arg.op.name_hint] += 1
+        check_module(mod)
+    for construct in (
+        "shadowing binder", "alias", "match Opt", "match Either", "helper called from @main",
+        "helper called from @h1", "bare Left", "bare Right", "bare Nothing",
+    ):  # fmt: skip
+        assert seen[construct] >= 3, (construct, seen)
