@@ -9,7 +9,9 @@ programs) and a contextual lexer with the same rules as lark's:
   lark orders them (priority, then longest possible match, then name), so `%a -1` is a
   subtraction (no literal may follow an operand) while `(-1)` is a negative literal;
 * keywords are names that the state accepts as keywords (`None` is `null` only where an
-  attribute value may stand, and a constructor name elsewhere).
+  attribute value may stand, and a constructor name elsewhere);
+* a keyword is a whole word: a state that accepts a keyword but no name still scans a
+  name, so `typeOption` is one (unexpected) name, never `type` then `Option`.
 
 Both stacks are Python lists: nesting depth never touches the recursion limit.
 """
@@ -95,10 +97,12 @@ class Driver:
             accepted = frozenset(name for name in actions if name != _END)
             lexer = lexers.get(accepted)
             if lexer is None:
-                lexer = lexers[accepted] = _scanner([terminals[n] for n in accepted], ignore)
+                lexer = lexers[accepted] = _scanner(
+                    [terminals[n] for n in accepted], ignore, terminals.get("NAME")
+                )
             self.matchers[state] = lexer.regex.match
             self.keywords[state] = lexer.keywords
-        self.root = _scanner(list(terminals.values()), ignore, skip_ignored=False)
+        self.root = _scanner(list(terminals.values()), ignore, None, skip_ignored=False)
 
     def parse(self, text: str, start: str, on_shift: dict[str, Callable[[], None]]) -> Any:
         """Run the parser over `text`; returns the value of the start rule.
@@ -224,11 +228,18 @@ class Driver:
 
 
 def _scanner(
-    terminals: list[TerminalDef], ignore: list[TerminalDef], skip_ignored: bool = True
+    terminals: list[TerminalDef],
+    ignore: list[TerminalDef],
+    name: TerminalDef | None,
+    skip_ignored: bool = True,
 ) -> _Lexer:
-    """One regular expression trying `terminals` in lark's order; keywords folded into NAME."""
+    """One regular expression trying `terminals` in lark's order; keywords folded into NAME.
+
+    `name` is the NAME terminal: keywords are scanned as names even where `terminals` has
+    no NAME (a name there is then a syntax error, as it should be).
+    """
     keywords: dict[str, str] = {}
-    name_terminal = next((t for t in terminals if t.name == "NAME"), None)
+    name_terminal = next((t for t in terminals if t.name == "NAME"), name)
     chosen = []
     for terminal in terminals:
         if terminal in ignore:
@@ -242,6 +253,8 @@ def _scanner(
             keywords[terminal.pattern.value] = terminal.name
             continue
         chosen.append(terminal)
+    if keywords and name_terminal is not None and name_terminal not in chosen:
+        chosen.append(name_terminal)
     chosen.sort(key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
     alternatives = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in chosen) or "(?!)"
     prefix = ""

@@ -4,7 +4,8 @@ Lark's regular expressions cannot match nested block comments, so comments are r
 before lexing: every character of a comment except newlines becomes a space, which keeps
 every token at its original line and column. The same scan checks that strings and block
 comments are terminated, that a carriage return is followed by a newline, and splits off
-the JSON after a `#[metadata]` line.
+the JSON after a `#[metadata]` line. Like the lexer, it reads a `meta[...][i]` reference
+as one token.
 """
 
 from __future__ import annotations
@@ -19,8 +20,14 @@ from ..lang.span import SourceFile, Span
 # A block comment without nested comments (the common case) is matched in one go.
 _SIMPLE_COMMENT = r"/\*[^*/]*(?:(?:\*(?!/)|/(?!\*))[^*/]*)*\*/"
 _INTERESTING = re.compile(
-    rf'(?P<comment>{_SIMPLE_COMMENT})|"|//|/\*|\r|^#\[metadata\]', re.MULTILINE
+    rf'(?P<comment>{_SIMPLE_COMMENT})|"|//|/\*|\r|^#\[metadata\]|meta\[', re.MULTILINE
 )
+# The lexer's META terminal (relay.lark): one token, so a `"` or `//` inside is neither a
+# string nor a comment.
+META_REFERENCE = re.compile(r"meta\[[^\]\n]*\]\[[0-9]+\]")
+# Characters that continue a name, a variable or a number: a word right after one is
+# part of that token (`my_type`, `%type`, `x.type`, `1meta`), not a keyword.
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./%@")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BLOCK_EDGE = re.compile(r"/\*|\*/")
 _NOT_NEWLINE = re.compile(r"[^\n]")
@@ -63,6 +70,9 @@ def prepare(source: SourceFile) -> Prepared:
             if string is None:
                 raise ParseError.at(_span_at(source, start), "unterminated string literal")
             pos = string.end()
+        elif kind == "meta[":
+            reference = META_REFERENCE.match(text, start) if starts_token(text, start) else None
+            pos = reference.end() if reference is not None else match.end()
         elif kind == "\r":
             if not text.startswith("\n", start + 1):
                 raise ParseError.at(
@@ -91,6 +101,11 @@ def prepare(source: SourceFile) -> Prepared:
             break
     pieces.append(text[copied:])
     return Prepared("".join(pieces), metadata, metadata_offset)
+
+
+def starts_token(text: str, offset: int) -> bool:
+    """Whether a word at `offset` starts a token, rather than continuing the one before."""
+    return offset == 0 or text[offset - 1] not in _TOKEN_CHARS
 
 
 def _block_comment_end(source: SourceFile, start: int) -> int:

@@ -77,6 +77,13 @@ class OpCall(Constraint):
             raise TypeCheckError(
                 Diagnostic("error", _prefixed(self.op, exc.message), self.span, self.notes)
             ) from None
+        except (ValueError, OverflowError) as exc:
+            # A relation that missed a bad attribute and then failed to build a type
+            # (`TensorType` rejects a negative dimension): still an error of this call.
+            message = f"cannot type this call: {exc}"
+            raise TypeCheckError(
+                Diagnostic("error", _prefixed(self.op, message), self.span, self.notes)
+            ) from None
         if result is None:
             return False
         solver.deliver(self, result)

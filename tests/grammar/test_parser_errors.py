@@ -6,9 +6,12 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from relay.grammar import parse, parse_expr, parse_file
 from relay.lang.diagnostics import Error, ParseError
 from relay.lang.metadata import encode_ndarray, write_metadata
+from relay.lang.types import ShapeVar
 
 
 def error_of(text: str, module: bool = False) -> ParseError:
@@ -313,8 +316,6 @@ def test_opaque_meta_objects_are_not_expressions() -> None:
 
 
 def test_meta_constant_used_as_shape_and_shape_var_as_expression() -> None:
-    from relay.lang.types import ShapeVar
-
     meta = write_metadata(
         {"relay.Constant": [np.ones(3, np.float32)], "tir.SizeVar": [ShapeVar("n")]}
     )
@@ -330,3 +331,109 @@ def test_malformed_metadata_points_at_the_section() -> None:
 def test_parse_file_missing(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ParseError, match="cannot read"):
         parse_file(tmp_path / "missing.relay")
+
+
+# ---------------------------------------------------------------------- keywords are whole words
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "fragment"),
+    [
+        ("typeOption[]", 1, 1, "found `typeOption`"),
+        ("type Foo { A }\ntypeBar { B }", 2, 1, "found `typeBar`"),
+        ("type Foo { A }\ntypeOption { B }", 2, 1, "found `typeOption`"),
+        ("externtype Foo", 1, 1, "found `externtype`"),
+        ("extern typeOption", 1, 8, "expected `type`, found `typeOption`"),
+        ("defmain() { 1 }", 1, 1, "found `defmain`"),
+        ("def @f() { 1 }\ndefmap() { 2 }", 2, 1, "found `defmap`"),
+        ("def @main() { if (True) { 1 } elsex { 2 } }", 1, 31, "expected `else`, found `elsex`"),
+        ("def @main() { letx = 1; 2 }", 1, 20, "found `=`"),
+        ("def @main() { fnx }", 1, 15, "unknown operator or constructor `fnx`"),
+        ("def @main() { free_varx; 1 }", 1, 15, "unknown operator or constructor `free_varx`"),
+        ("def @main() { refx(1) }", 1, 15, "unknown operator or constructor `refx`"),
+        ("def @main() { matchx (1) { _ => 1 } }", 1, 15, "unknown operator or constructor"),
+    ],
+)
+def test_a_keyword_glued_to_a_name_is_one_name(text: str, line: int, column: int, fragment: str):
+    error = check(text, line, column, fragment, module=True)
+    assert "internal" not in error.message
+    assert "^" in str(error)
+
+
+def test_a_keyword_needs_no_space_before_a_sigil_or_bracket() -> None:
+    mod = parse(
+        "def@main() { let%x = 1; free_var%y: int32; if(True) { %x } else{ %y } }\n"
+        "extern type/**/Storage\n"
+        "def @g() { match(1) { _ => 2 } }",
+        on_warning=lambda _: None,
+    )
+    assert {gv.name_hint for gv in mod.functions} == {"main", "g"}
+
+
+def test_a_glued_keyword_declares_nothing_for_the_prelude_to_lose() -> None:
+    # `typeOption` is a name, not a declaration of `Option`: the prelude's stays in use.
+    check("def @f() { Some(1) }\ntypeOption[A] { Some(A) }", 2, 1, "typeOption", module=True)
+
+
+def test_meta_references_are_one_token_for_the_declaration_scan() -> None:
+    meta = write_metadata(
+        {'relay."Constant': [np.ones(1, np.float32)], "tir.Size(Var": [ShapeVar("n")]}
+    )
+    # A `"` inside a meta reference starts no string: the declarations after it count.
+    quoted = parse(
+        'def @main() { meta[relay."Constant][0] }\n'
+        "type Option[A] { Mine(A) }\n"
+        'def @f() -> Option[int32] { Mine(1) }  // a lone quote: "\n'
+        "#[metadata]\n" + meta,
+        on_warning=lambda _: None,
+    )
+    assert {t.name_hint for t in quoted.type_definitions} == {"Option"}
+    # Brackets inside a meta reference in a constructor's fields are not the field list's.
+    bracketed = parse(
+        "type Option[A] { Foo(Tensor[(meta[tir.Size(Var][0]), float32]), Some(A) }\n"
+        "def @f() -> Option[int32] { Some(1) }\n"
+        "#[metadata]\n" + meta,
+        on_warning=lambda _: None,
+    )
+    option = bracketed.get_type("Option")
+    assert [c.name_hint for c in option.constructors] == ["Foo", "Some"]
+
+
+_GAPS = ["", " ", "\n", "\t", "/**/", "//\n", '"', "meta[x][0]", "(", "{"]
+_ITEMS = [
+    "type{0}Option{1}[A]{2}{{{3}Some(A){4}}}",
+    "type{0}Mine{1}{{{2}Cons{3}({4}int32), Nil }}",
+    "extern{0}type{1}Option{2}",
+    "def{0}@map{1}(){2}{{{3}Some(1){4}}}",
+    "def{0}@main(){1}{{{2}%x{3}}}",
+]
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_ITEMS), st.lists(st.sampled_from(_GAPS), min_size=5, max_size=5)
+        ),
+        max_size=4,
+    )
+)
+def test_scan_and_parser_agree_on_declarations(items: list[tuple[str, list[str]]]) -> None:
+    """Whatever the text, a declaration the parser reads was seen by the scan (a miss is an
+    internal parser error): items of prelude names, glued or spaced in many ways."""
+    text = "\n".join(item.format(*gaps) for item, gaps in items)
+    try:
+        parse(text, on_warning=lambda _: None)
+    except ParseError as error:
+        assert "internal parser error" not in str(error), text
+
+
+def test_the_pre_pass_reads_meta_references_like_the_lexer() -> None:
+    from pathlib import Path
+
+    import relay.grammar
+    from relay.grammar.prepass import META_REFERENCE
+
+    grammar = (Path(relay.grammar.__file__).parent / "relay.lark").read_text()
+    line = next(t for t in grammar.splitlines() if t.startswith("META"))
+    assert line.split(": ", 1)[1] == f"/{META_REFERENCE.pattern}/"

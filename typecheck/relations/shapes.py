@@ -104,6 +104,26 @@ def opt_int_attr(attrs: Attrs | None, name: str) -> int | None:
     return None if attr(attrs, name) is None else int_attr(attrs, name)
 
 
+def opt_size_attr(attrs: Attrs | None, name: str) -> int | None:
+    """An integer attribute that is a size or a count (never negative); it may be None."""
+    value = opt_int_attr(attrs, name)
+    if value is not None and value < 0:
+        raise RelationError(f"{name}={value} must not be negative: it is a size")
+    return value
+
+
+MAX_PARTS = 1 << 16
+"""The most dimensions (of a tensor type) or fields (of a tuple type) that a relation
+builds from a count in the attributes: more cannot be a real program, and the type itself
+would take all memory."""
+
+
+def check_parts(count: int, what: str) -> None:
+    """`RelationError` if a relation would build a type of `count` dimensions or fields."""
+    if count > MAX_PARTS:
+        raise RelationError(f"{what}: that is more than {MAX_PARTS}")
+
+
 def ints_attr(attrs: Attrs | None, name: str) -> tuple[int, ...]:
     """A list-of-integers attribute (a single integer counts as a list of one)."""
     value = attr(attrs, name)

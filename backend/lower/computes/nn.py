@@ -539,7 +539,9 @@ def group_norm(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> lis
 
 @COMPUTES.register("nn.l2_normalize")
 def l2_normalize(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
-    """`x / sqrt(max(sum(x**2 over axis), eps))` (axis None: over every axis)."""
+    """`x / sqrt(max(sum(x**2 over axis), eps))` (axis None: over every axis), where
+    `max(s, eps)` is `s > eps ? s : eps` (TVM's: a NaN sum gives `eps`, as the relay
+    `maximum` of the `simplify-inference` expansion does)."""
     assert attrs is not None
     (x,) = inputs
     shape = int_shape(x)
@@ -563,7 +565,8 @@ def l2_normalize(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> l
     eps = const(float(attrs.eps), x.dtype)
 
     def body(*i: PrimExpr) -> PrimExpr:
-        return x[i] / sqrt(max_(total[tuple(i[d] for d in kept)], eps))
+        t = total[tuple(i[d] for d in kept)]
+        return x[i] / sqrt(select(t > eps, t, eps))
 
     return [compute(x.shape, body, "l2_normalize", "injective")]
 

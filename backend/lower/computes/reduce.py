@@ -4,9 +4,10 @@ A reduction is one compute whose whole body is a `Reduce` over the reduced axes 
 "comm_reduce"); `mean` and `variance` add an elementwise division stage after it, `all` and
 `any` of non-bool data reduce `x != 0` as 0/1 in the data's dtype. `argmax`/`argmin` reduce
 (index, value) pairs with one tuple combiner: the first index wins ties (the last one with
-`select_last_index`). Semantics follow `backend/runtime/op_impls/reduce.py`: with no axis to
-reduce the data is copied (argmax/argmin give zeros), max/min of nothing is the dtype's
-lowest/highest finite value; the reduced axes and the limits come from
+`select_last_index`), and a NaN beats every number (numpy's rule). Semantics follow
+`backend/runtime/op_impls/reduce.py`: with no axis to reduce the data is copied
+(argmax/argmin give zeros), max/min of nothing is the dtype's lowest/highest finite value
+and max/min propagate NaN (`Max`/`Min` do); the reduced axes and the limits come from
 `lang/opdefs/semantics`.
 """
 
@@ -41,6 +42,7 @@ from ...tir.expr import (
     select,
     truncdiv,
 )
+from ...tir.op import call
 from . import ComputeFn
 from .elementwise import (
     COMM_REDUCE,
@@ -228,12 +230,15 @@ def variance(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[
 def arg_reducer(dtype: str, largest: bool, last_wins: bool) -> CommReducer:
     """The (index: int32, value: dtype) combiner of argmax (`largest`) or argmin: the
     better value wins, ties go to the smaller index (the larger with `last_wins`). The
-    identity's index loses every tie and its value every comparison."""
+    identity's index loses every tie and its value every comparison. For floats NaN is
+    better than every number and NaNs tie with each other (numpy: the first NaN wins)."""
     li, lv = Var("li", "int32"), Var("lv", dtype)
     ri, rv = Var("ri", "int32"), Var("rv", dtype)
     better = (lv > rv) if largest else (lv < rv)
     tie_to_lhs = (li > ri) if last_wins else (li < ri)
-    keep = better | (eq(lv, rv) & tie_to_lhs)
+    keep = better | (eq(lv, rv) & tie_to_lhs)  # false when either value is NaN
+    if is_float(dtype):  # a NaN lhs beats a number and ties with a NaN
+        keep = select(call("isnan", lv), ~call("isnan", rv) | tie_to_lhs, keep)
     worst = min_value(dtype) if largest else max_value(dtype)
     identity_index = -1 if last_wins else int(np.iinfo(np.int32).max)
     return CommReducer(

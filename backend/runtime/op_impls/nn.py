@@ -12,6 +12,8 @@ back to TVM's result dtype:
   TVM's SimplifyInference does). `batch_norm` returns `(out, moving_mean, moving_var)`;
   `group_norm` and `instance_norm` reduce over every axis but the batch axis 0 and the
   channel (group) axis.
+* `l2_normalize` is `x / sqrt(max(sum(x**2), eps))` with TVM's `max(a, b) = a > b ? a : b`
+  (a NaN sum gives `eps`, as the `simplify-inference` expansion with `maximum` does).
 * `dropout` is inference dropout: `(data, ones)`.
 * `lrn`: `x / (bias + alpha / size * sum of x**2 over a window of `size` channels)**beta`;
   the window is `[c - size // 2, c - size // 2 + size)`.
@@ -246,14 +248,16 @@ def group_norm(args: list[Value], attrs: Attrs | None) -> Array:
 
 @IMPLS.register("nn.l2_normalize")
 def l2_normalize(args: list[Value], attrs: Attrs | None) -> Array:
-    """`x / sqrt(max(sum(x**2 over axis), eps))` (axis None: over every axis)."""
+    """`x / sqrt(max(sum(x**2 over axis), eps))` (axis None: over every axis), where
+    `max(s, eps)` is `s > eps ? s : eps` (TVM's `max`: a NaN sum gives `eps`)."""
     (x,) = tensor_args("nn.l2_normalize", args)
     a = need_attrs("nn.l2_normalize", attrs)
     with semantic_errors("nn.l2_normalize"):
         axes = semantics.listed_axes(a.axis, x.ndim)
     v = _f64(x)
     total = np.sum(v * v, axis=axes, keepdims=True)
-    return as_tensor(v / np.sqrt(np.maximum(total, a.eps)), x.dtype)
+    eps = float(np.asarray(a.eps).astype(x.dtype))  # the constant TVM compares in x's dtype
+    return as_tensor(v / np.sqrt(np.where(total > eps, total, eps)), x.dtype)
 
 
 @IMPLS.register("nn.dropout")

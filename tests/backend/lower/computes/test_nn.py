@@ -6,10 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from relay.backend.lower.computes.nn import layout_index, primal_index
+from relay.backend.runtime.op_impls import IMPLS
 from relay.backend.te import ComputeOp, placeholder
 from relay.backend.te.evaluate import evaluate
 from relay.backend.tir.expr import const
-from relay.testing.compute_check import RandomArrays, check_compute
+from relay.lang.op import get_op
+from relay.testing.compute_check import (
+    RandomArrays,
+    apply_compute,
+    check_compute,
+    run_default_schedule,
+)
 
 ARRAYS = RandomArrays(7, int_range=(-5, 6))
 RNG = ARRAYS.rng
@@ -148,6 +155,24 @@ def test_group_norm(groups, axis):
 def test_l2_normalize(axes):
     check_compute("nn.l2_normalize", [normal(2, 3, 4)], eps=1e-3, axis=axes)
     check_compute("nn.l2_normalize", [normal(2, 3, 4) * 1e-3], eps=0.5, axis=axes)
+
+
+@pytest.mark.parametrize("axes", [[1], [0, 2], None])
+def test_l2_normalize_floor_is_tvms_max_and_a_nan_sum_gives_eps(axes):
+    """`max(sum, eps)` is `sum > eps ? sum : eps`: rows whose sum is below eps divide by
+    sqrt(eps), and so do rows whose sum is NaN (evaluated and compiled)."""
+    x = normal(2, 3, 4) * 1e-2  # sums of squares below eps = 0.01
+    x[1] *= 100.0  # and above
+    with_nan = x.copy()
+    with_nan[0, 1, 2] = np.nan
+    p = placeholder(x.shape, "float32", "p0")
+    for data in (x, with_nan):
+        check_compute("nn.l2_normalize", [data], eps=0.01, axis=axes)
+        out, attrs = apply_compute("nn.l2_normalize", [p], eps=0.01, axis=axes)
+        (got,), _ = run_default_schedule([p], [out], [data])
+        want = IMPLS[get_op("nn.l2_normalize")]([data], attrs)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        assert np.isnan(got).sum() == np.isnan(data).sum()  # only the NaN input stays NaN
 
 
 def test_dropout_is_identity_with_a_mask():

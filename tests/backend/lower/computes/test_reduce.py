@@ -1,5 +1,5 @@
 """Compute definitions of the reduce family (lang/opdefs/reduce.py) against the reference
-implementations, evaluated with the vectorized TE evaluator."""
+implementations, evaluated with the vectorized TE evaluator (NaN cases also compiled)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ import numpy as np
 import pytest
 import relay.lang.opdefs.reduce as family_module
 from relay.backend.lower.computes import has_compute
+from relay.backend.runtime.op_impls import implementation_for
+from relay.backend.te.tensor import placeholder
 from relay.lang.op import get_op
 from relay.testing.compute_check import (
     RandomArrays,
+    apply_compute,
     check_compute,
     declared_op_names,
     op_names_called_in,
+    run_default_schedule,
 )
 
 ARRAYS = RandomArrays(5)
@@ -117,6 +121,57 @@ def test_argmax_at_the_extremes_of_the_dtype() -> None:
     for name in ("argmax", "argmin"):
         verify(name, [f], axis=[1])
         verify(name, [f], axis=[1], select_last_index=True)
+
+
+# ------------------------------------------------------------------------------------ NaN
+
+
+def nan_arrays() -> list[np.ndarray]:
+    """(2, 3, 4) float32 arrays with NaNs: all NaN, NaNs among numbers (with infinities and
+    ties), one NaN late in a row."""
+    some = randf(2, 3, 4)
+    some[ARRAYS.rng.random((2, 3, 4)) < 0.35] = np.nan
+    some[0, 1, :2] = [np.inf, -np.inf]
+    one = np.round(randf(2, 3, 4))
+    one[1, 2, 3] = np.nan
+    return [np.full((2, 3, 4), np.nan, "float32"), some, one]
+
+
+def verify_compiled(name: str, x: np.ndarray, **kw: object) -> None:
+    """The compute of `name` on `x`, scheduled, compiled and run, equals the reference
+    (NaN where the reference has NaN)."""
+    p = placeholder(x.shape, str(x.dtype), "p0")
+    out, attrs = apply_compute(name, [p], **kw)
+    (got,), _ = run_default_schedule([p], [out], [x])
+    want = implementation_for(get_op(name))([x], attrs)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want, err_msg=f"{name} {kw}")
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("last", [False, True])
+def test_arg_reductions_follow_numpys_nan_rule(name: str, last: bool) -> None:
+    """A NaN is the extreme and the first one wins (the last with `select_last_index`)."""
+    for x in nan_arrays():
+        for kw in AXES:
+            verify(name, [x], select_last_index=last, **kw)
+        for kw in AXES[:5]:  # compiled: the forms that read the data
+            verify_compiled(name, x, select_last_index=last, **kw)
+    x = np.array([[1.0, np.nan, 3.0, np.nan], [np.nan, 2.0, 2.0, 0.0]], "float64")
+    verify(name, [x], axis=[1], select_last_index=last)
+    verify_compiled(name, x, axis=[1], select_last_index=last)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_propagate_nan(name: str) -> None:
+    """Like the reference (numpy's max/min), evaluated and compiled."""
+    for x in nan_arrays():
+        for kw in AXES[:5]:
+            verify(name, [x], **kw)
+            verify_compiled(name, x, **kw)
+    wide = ARRAYS.uniform(3, 67)
+    wide[1, 40] = np.nan  # a row long enough to be vectorized
+    verify_compiled(name, wide, axis=[1])
 
 
 def test_argmax_without_reduced_axes_is_zero() -> None:

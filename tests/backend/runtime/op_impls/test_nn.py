@@ -162,6 +162,22 @@ def test_l2_normalize_dropout_batch_flatten():
     assert call("nn.batch_flatten", x).shape == (2, 12)
 
 
+def test_l2_normalize_floors_the_sum_at_eps_with_tvms_max():
+    """`x / sqrt(s > eps ? s : eps)` for the sum of squares `s`: a sum below eps, above
+    eps, and NaN (TVM's `max` then gives eps, so only the NaN element stays NaN)."""
+    x = np.array([[0.01, -0.02], [3.0, 4.0]], "float32")
+    out = call("nn.l2_normalize", x, eps=0.01, axis=[1])
+    want = [[0.01 / 0.1, -0.02 / 0.1], [3.0 / 5.0, 4.0 / 5.0]]  # sums 5e-4 < eps, 25 > eps
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+    with_nan = np.array([[np.nan, 0.5, -2.0], [1.0, 2.0, 2.0]], "float32")
+    out = call("nn.l2_normalize", with_nan, eps=0.25, axis=None)
+    assert np.isnan(out[0, 0]) and not np.isnan(out[0, 1:]).any() and not np.isnan(out[1]).any()
+    np.testing.assert_allclose(out.ravel()[1:], with_nan.ravel()[1:] / 0.5, rtol=1e-6)
+    out = call("nn.l2_normalize", with_nan, eps=0.25, axis=[1])
+    np.testing.assert_allclose(out[0, 1:], [1.0, -4.0], rtol=1e-6)  # row 0: NaN sum, eps
+    np.testing.assert_allclose(out[1], [1 / 3, 2 / 3, 2 / 3], rtol=1e-6)  # row 1: sum 9
+
+
 def test_lrn_matches_the_formula():
     x = RNG.normal(size=(1, 5, 2, 2)).astype("float32")
     for size in (3, 4):

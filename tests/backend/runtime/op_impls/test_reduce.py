@@ -109,6 +109,24 @@ def test_arg_reductions_pick_the_first_occurrence_or_the_last(name):
     assert int(call(name, x, axis=[0], select_last_index=True)) == last
 
 
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_arg_reductions_treat_nan_as_the_extreme(name):
+    """numpy's rule, which the compiled kernels follow: the first NaN wins (the last with
+    `select_last_index`), whatever the numbers around it."""
+    x = np.array([[1.0, np.nan, np.inf, np.nan, -np.inf], [np.nan] * 5], "float32")
+    assert call(name, x, axis=[1]).tolist() == [1, 0]
+    assert call(name, x, axis=[1], select_last_index=True).tolist() == [3, 4]
+    assert int(call(name, x)) == 1 and int(call(name, x, select_last_index=True)) == 9
+
+
+def test_max_and_min_propagate_nan():
+    x = np.array([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0]], "float32")
+    for name, ok in (("max", 3.0), ("min", 1.0)):
+        out = call(name, x, axis=[1])
+        assert np.isnan(out[0]) and out[1] == ok
+        assert np.isnan(call(name, x))
+
+
 def test_argmax_over_several_axes_indexes_the_flattened_reduced_axes():
     x = np.random.default_rng(0).integers(0, 5, (2, 3, 4)).astype("int32")
     out = call("argmax", x, axis=[0, 2])
