@@ -11,8 +11,17 @@ The public API:
   native code for a target (a string or a `relay.Target`; the build runs under the current
   `PassContext`), with `.run(**inputs)` and `.save(path)`; `relay.load(path)` loads a
   saved one; `relay.interpret(mod, **inputs)` runs the reference interpreter.
+* `relay.create_executor(kind="debug"|"graph"|"vm"|"aot", mod, target=..., params=...)`
+  with `.evaluate(expr=None)(*args)`, as in TVM; inputs and `out=` buffers of `run` may be
+  any CPU tensor with `__dlpack__` (a torch tensor), shared without a copy.
 * `relay.Target` — a target as a value: `Target.parse(text)`, `Target.host()`, `str(t)`.
 * `relay.Error` — the base of every diagnosed user error.
+* IR builders made from the operator table: `relay.var("x", shape=(1, 3))`, `relay.const`,
+  `relay.add(a, b)`, `relay.reshape(x, (3, 1))`, `relay.nn.conv2d(x, w, padding=(1, 1))`,
+  `relay.image.*`, `relay.annotation.*` (one function per operator, keyword attributes
+  checked by the operator's schema as the parser checks them); with the node classes
+  (`relay.Function`, `relay.Tuple`, `relay.If`, `relay.Let`, ...) and
+  `IRModule.from_expr(fn)`. Tuple-valued operators return a `relay.TupleWrapper`.
 """
 
 from __future__ import annotations
@@ -20,9 +29,16 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from . import annotation, image, nn
 from .backend.target import Target
 from .lang import *  # noqa: F403
 from .lang import Error, Expr, IRModule
+from .lang.builders import TupleWrapper, const, var
+
+# One function per top-level operator (`relay.add`, ...). This binds `sum`, `max`, `min`,
+# `all`, `any`, `abs` and `round` in this module as TVM's relay does: code here that needs
+# the builtins must use `builtins.max` and so on.
+from .op import *  # noqa: F403
 
 if TYPE_CHECKING:
     from .lang.types import Type
@@ -73,14 +89,16 @@ def build(
     target: str | Target | None = None,
     opt_level: int | None = None,
     params: Any | None = None,
+    passes: Any | None = None,
 ) -> Any:
     """Compile `mod`'s `@main` for `target` (a `Target`, or a string such as
     `"llvm -mcpu=znver4 -num-threads=2"` or `"interp"`; default `llvm` for this machine),
     under the current `PassContext` (`opt_level` overrides its opt level), with `params`
-    (name → array) bound as constants; see `relay.driver.build`."""
+    (name → array) bound as constants and `passes` added to the pipeline at named points
+    (`[("after:fold-constant", my_pass)]`); see `relay.driver.build`."""
     from .driver import build as _build
 
-    return _build(mod, target=target, opt_level=opt_level, params=params)
+    return _build(mod, target=target, opt_level=opt_level, params=params, passes=passes)
 
 
 def load(path: str | os.PathLike[str], num_threads: int | None = None) -> Any:
@@ -91,6 +109,21 @@ def load(path: str | os.PathLike[str], num_threads: int | None = None) -> Any:
     return load_artifact(path, num_threads=num_threads)
 
 
+def create_executor(
+    kind: str = "debug",
+    mod: IRModule | None = None,
+    device: Any = None,
+    target: str | Target | None = "llvm",
+    params: Any | None = None,
+) -> Any:
+    """An executor of `kind` (`debug`: the interpreter; `graph`/`aot`: `relay.build`; `vm`:
+    for now `relay.build` too) whose `.evaluate(expr=None)` gives a callable; see
+    `relay.executor`."""
+    from .executor import create_executor as _create_executor
+
+    return _create_executor(kind, mod, device=device, target=target, params=params)
+
+
 def interpret(mod: IRModule, *args: Any, **inputs: Any) -> Any:
     """Run `@main` of `mod` in the reference interpreter on numpy inputs."""
     from .backend.runtime import interpret as _interpret
@@ -98,15 +131,31 @@ def interpret(mod: IRModule, *args: Any, **inputs: Any) -> Any:
     return _interpret(mod, *args, **inputs)
 
 
+def __getattr__(name: str) -> Any:
+    """`relay.transform` (TVM's pass names), imported when first used."""
+    if name == "transform":
+        import importlib
+
+        return importlib.import_module(".transform", __name__)
+    raise AttributeError(f"module 'relay' has no attribute '{name}'")
+
+
 __all__ = [
     "Error",
     "IRModule",
     "Target",
+    "TupleWrapper",
+    "annotation",
     "build",
+    "const",
+    "create_executor",
+    "image",
     "interpret",
     "load",
+    "nn",
     "parse",
     "parse_expr",
     "parse_file",
     "print_expr",
+    "var",
 ]

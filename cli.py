@@ -126,6 +126,8 @@ def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
     from .runio import complete_inputs, load_inputs, random_inputs_for_slots
 
     given = load_inputs(args.inputs) if args.inputs else {}
+    fill: dict[str, Any] = {"seed": args.seed, "strict": args.strict_inputs}
+    fill["warn"] = _print_warning  # each parameter filled with random data: a warning
     if args.file.endswith(".relaymod"):
         from .backend.build import load_artifact
 
@@ -135,16 +137,18 @@ def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
         start = time.perf_counter()
         model = load_artifact(args.file, num_threads=threads)
         took = (time.perf_counter() - start) * 1e3
-        loaded_inputs = random_inputs_for_slots(model, given, seed=args.seed)
+        loaded_inputs = random_inputs_for_slots(model, given, **fill)
         return model, loaded_inputs, f"loaded {args.file} in {took:.1f} ms"
     from .driver import build
 
     target = default_target(args.target)
     module, _ = _parse_module(args.file, args.strict)
-    _global_signatures(module)  # type-check first: errors are reported before running
+    signatures = _global_signatures(module)  # type errors are reported before running
     if "main" not in module:
         raise Error(f"{args.file}: the module has no @main function to run")
-    inputs: dict[str, Any] = complete_inputs(module["main"], given, seed=args.seed)
+    signature = signatures.get("main")
+    types = getattr(signature, "arg_types", None)
+    inputs: dict[str, Any] = complete_inputs(module["main"], given, types=types, **fill)
     start = time.perf_counter()
     built = build(module, target=target)
     took = time.perf_counter() - start
@@ -164,7 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .backend.runtime import format_value
-    from .runio import flatten_outputs
+    from .runio import flatten_outputs, scalar_text, summarize
 
     model, inputs, how = _load_runnable(args)
     start = time.perf_counter()
@@ -174,10 +178,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         model.run(**inputs)
         timings.append(time.perf_counter() - start)
-    outputs = flatten_outputs(result)
+    try:
+        outputs = flatten_outputs(result)
+    except Error:
+        if args.output:  # only tensors and tuples of tensors can be saved
+            raise
+        outputs = {}
+        print(f"out: {format_value(result)}")
     for key, array in outputs.items():
+        if array.ndim == 0:
+            print(f"{key}: {scalar_text(array)}")
+            continue
         print(f"{key}: {format_value(array)}")
-        print(f"  {_summary(array)}")
+        print(f"  {summarize(array)}")
     median = float(np.median(timings)) * 1e3
     runs = f" (median of {len(timings)} runs)" if len(timings) > 1 else ""
     print(f"time: {median:.2f} ms{runs}; {how}")
@@ -249,6 +262,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_opt(args: argparse.Namespace) -> int:
     """Optimize a file with a standard pipeline (`-O N`) or `--passes`; print the result."""
     from .grammar.prelude import strip_prelude
+    from .opttools import bisect_report, load_passes, pass_table
     from .passes import (
         PASSES,
         STANDARD_PIPELINES,
@@ -261,8 +275,21 @@ def cmd_opt(args: argparse.Namespace) -> int:
         standard_pipeline,
     )
 
+    for spec in args.load:
+        load_passes(spec)
+    if args.list_passes:
+        print(pass_table())
+        return EXIT_OK
+    if args.file is None:
+        raise _UsageError("opt needs a file (or --list-passes)")
     module, _ = _parse_module(args.file, args.strict)
     _global_signatures(module)  # type errors are reported before any pass runs
+    if args.explain_pattern is not None:
+        from .passes.pattern import explain_report
+        from .pattern_text import parse_pattern
+
+        print(explain_report(parse_pattern(args.explain_pattern), strip_prelude(module)))
+        return EXIT_OK
     level = args.opt_level if args.opt_level is not None else (3 if args.passes else 2)
     if args.passes is not None:
         pipeline = parse_pipeline(args.passes)
@@ -285,10 +312,21 @@ def cmd_opt(args: argparse.Namespace) -> int:
         instruments.append(timing)
     ctx = PassContext(
         opt_level=level,
-        required=chosen,
+        required_pass=chosen,
         instruments=instruments,  # type: ignore[arg-type]  # attrs converter=tuple
         debug=args.debug,
     )
+    if args.bisect:
+        from .runio import complete_inputs, load_inputs
+
+        if "main" not in module:
+            raise Error(f"{args.file}: --bisect runs @main, and the module has none")
+        given = load_inputs(args.inputs) if args.inputs else {}
+        inputs = complete_inputs(module["main"], given, seed=args.seed)
+        with ctx:
+            report, found = bisect_report(module, pipeline, inputs, ctx)
+        sys.stdout.write(report)
+        return EXIT_USER_ERROR if found else EXIT_OK
     with ctx:
         result = pipeline(module, ctx)
     if timing is not None:
@@ -302,19 +340,61 @@ def _pipeline_names(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
-def _summary(array: Any) -> str:
-    """Shape, dtype and a few statistics of a result tensor, for the terminal."""
-    import numpy as np
+def version() -> str:
+    """The installed version of relay (the package's metadata, else `relay.__version__`)."""
+    from importlib import metadata
 
-    shape = "x".join(map(str, array.shape)) or "scalar"
-    text = f"{shape} {array.dtype}"
-    if array.size and array.dtype.kind in "iuf":
-        flat = array.reshape(-1)
-        text += (
-            f", min {flat.min():.6g}, max {flat.max():.6g}, mean {flat.mean():.6g}, "
-            f"argmax {int(np.argmax(flat))}"
-        )
-    return text
+    try:
+        return metadata.version("relay-lang")
+    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        from . import __version__
+
+        return __version__
+
+
+EXAMPLES = {
+    "check": """\
+  relay check model.relay              parse and type-check, print each global's type
+  relay check --strict model.relay     also fail on warnings (a missing version header)
+  relay check - < model.relay          read the program from standard input""",
+    "fmt": """\
+  relay fmt model.relay                print the canonical form
+  relay fmt --check model.relay        exit 1 if the file is not in canonical form
+  relay fmt -i model.relay             rewrite the file in canonical form""",
+    "run": """\
+  relay run model.relay                random inputs (seed 0), compiled for this CPU
+  relay run model.relay --inputs x.npz --output y.npz
+  relay run model.relay --inputs x.npz --strict-inputs
+                                       fail instead of filling missing inputs at random
+  relay run model.relay --target interp
+                                       run in the reference interpreter
+  relay run model.relaymod --bench --repeat 20
+                                       time a saved artifact (median of 20 runs)""",
+    "build": """\
+  relay build model.relay              write model.relaymod (opt level 3, this CPU)
+  relay build model.relay --params weights.npz -o model.relaymod
+                                       bind the weights as constants
+  relay build model.relay -O 2 --dump llvm --target "llvm -num-threads=4"
+                                       also write the LLVM IR beside the artifact""",
+    "opt": """\
+  relay opt model.relay                optimize with the opt level 2 pipeline
+  relay opt -O 3 --timing model.relay  the opt level 3 pipeline, with pass timings
+  relay opt model.relay --passes fold-constant,dce --print-after fold-constant
+                                       run these passes, show the module after one""",
+}
+
+
+def _subcommand(commands: Any, name: str, help: str) -> argparse.ArgumentParser:
+    """A subcommand's parser, with its usage examples after the options in `--help`."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=help,
+        description=help[0].upper() + help[1:] + ".",
+        epilog="examples:\n" + EXAMPLES[name],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(command_parser=parser)  # usage errors show the command's usage
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -322,18 +402,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relay",
         description="Relay: parse, check, format, optimize and run .relay programs.",
+        epilog="`relay COMMAND --help` shows the options of a command, with examples.",
     )
+    parser.add_argument("--version", action="version", version=f"relay {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
-    check = commands.add_parser(
-        "check", help="parse and type-check a file, print the type of each global"
+    check = _subcommand(
+        commands, "check", "parse and type-check a file, print the type of each global"
     )
     check.add_argument("file", help="a .relay file ('-' for standard input)")
     check.add_argument("--strict", action="store_true", help=STRICT_HELP)
     check.set_defaults(run=cmd_check)
 
-    fmt = commands.add_parser("fmt", help="print a file in canonical form")
+    fmt = _subcommand(commands, "fmt", "print a file in canonical form")
     fmt.add_argument("file", help="a .relay file ('-' for standard input)")
     mode = fmt.add_mutually_exclusive_group()
     mode.add_argument(
@@ -343,10 +425,18 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--strict", action="store_true", help=STRICT_HELP)
     fmt.set_defaults(run=cmd_fmt)
 
-    run = commands.add_parser("run", help="run @main on inputs and print the result")
+    run = _subcommand(commands, "run", "run @main on inputs and print the result")
     run.add_argument("file", help="a .relay file ('-' for standard input) or a .relaymod")
     run.add_argument(
-        "--inputs", metavar="X.npz", help="inputs by parameter name (missing ones: random)"
+        "--inputs",
+        metavar="X.npz",
+        help="inputs by parameter name; missing ones are filled with seeded random data "
+        "(a warning names each)",
+    )
+    run.add_argument(
+        "--strict-inputs",
+        action="store_true",
+        help="a parameter missing from --inputs is an error instead of random data",
     )
     run.add_argument("--output", metavar="Y.npz", help="write the result (`out` or `out0`...)")
     run.add_argument("--target", **TARGET_ARGUMENT)  # type: ignore[arg-type]
@@ -360,7 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--strict", action="store_true", help=STRICT_HELP)
     run.set_defaults(run=cmd_run)
 
-    build = commands.add_parser("build", help="compile a file to a .relaymod artifact")
+    build = _subcommand(commands, "build", "compile a file to a .relaymod artifact")
     build.add_argument("file", help="a .relay file")
     build.add_argument("-o", "--output", metavar="MODEL.relaymod", help="the artifact to write")
     build.add_argument(
@@ -380,8 +470,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--strict", action="store_true", help=STRICT_HELP)
     build.set_defaults(run=cmd_build)
 
-    opt = commands.add_parser("opt", help="optimize a file and print the result")
-    opt.add_argument("file", help="a .relay file ('-' for standard input)")
+    opt = _subcommand(commands, "opt", "optimize a file and print the result")
+    opt.add_argument("file", nargs="?", help="a .relay file ('-' for standard input)")
     opt.add_argument(
         "-O",
         dest="opt_level",
@@ -405,6 +495,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="check well-formedness and types after every pass"
     )
     opt.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    opt.add_argument(
+        "--list-passes",
+        action="store_true",
+        help="list the registered passes (name, opt level, requirements, description)",
+    )
+    opt.add_argument(
+        "--load",
+        action="append",
+        default=[],
+        metavar="FILE_OR_MODULE",
+        help="load passes from a .py file or a module before anything else (repeatable)",
+    )
+    opt.add_argument(
+        "--bisect",
+        action="store_true",
+        help="run the pipeline pass by pass and report the first pass that changes the "
+        "results of @main (exit 1 if one does)",
+    )
+    opt.add_argument(
+        "--inputs", metavar="X.npz", help="inputs of @main for --bisect (the rest: random)"
+    )
+    opt.add_argument("--seed", type=int, default=0, help="seed of --bisect's random inputs")
+    opt.add_argument(
+        "--explain-pattern",
+        metavar="PATTERN",
+        help="print where the dataflow pattern PATTERN (pattern text) matches in the file, "
+        "and why it does not match elsewhere; runs no pass",
+    )
     opt.set_defaults(run=cmd_opt)
     _add_save_crash(parser, commands)
     return parser
@@ -467,7 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error.render(), file=sys.stderr)
         return EXIT_USER_ERROR
     except _UsageError as error:
-        parser.error(str(error))
+        getattr(args, "command_parser", parser).error(str(error))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

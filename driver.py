@@ -26,12 +26,13 @@ import numpy as np
 from attrs import frozen
 
 from .backend.build import NotCompilable, compile_plan, plan_graph
+from .backend.runtime import dlpack
 from .backend.runtime.compiled import CompiledModel
 from .backend.target import Target
 from .lang.attrs import FuncAttrs
 from .lang.diagnostics import Error, InputError
 from .lang.module import IRModule
-from .passes import PassContext
+from .passes import ExtraPasses, PassContext
 from .typecheck import ModuleTypes
 
 DEFAULT_OPT_LEVEL = 3
@@ -89,11 +90,62 @@ class InterpretedModel:
 
     native = False
 
-    def run(self, *args: Any, **inputs: Any) -> Any:
-        """Run `@main` on numpy inputs (by position or by parameter name)."""
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """`@main`'s parameter names, in order."""
+        return tuple(p.name_hint for p in self.module["main"].params)
+
+    def run(self, *args: Any, out: Any = None, **inputs: Any) -> Any:
+        """Run `@main` on inputs given by position or by parameter name: numpy arrays, any
+        CPU tensor with `__dlpack__` (imported without a copy), tuples, ADT values.
+
+        Tensors of the result (at the top or in tuples) are arrays the caller owns: none
+        aliases an input, a constant of the program or another part of the result. `out`
+        (keyword only; as in `CompiledModel.run`) receives the result instead — a buffer
+        for a tensor, a tuple of buffers for a tuple — and is returned; it is checked once
+        the result is known. When `@main` has a parameter named `out`, `out=` is that
+        input."""
         from .backend.runtime import interpret
 
-        return interpret(self.module, *args, **inputs)
+        names = self.input_names
+        if out is not None and "out" in names:
+            inputs = {**inputs, "out": out}
+            out = None
+        args = tuple(
+            dlpack.import_value(a, f"argument `{names[k]}`" if k < len(names) else "argument")
+            for k, a in enumerate(args)
+        )
+        inputs = {k: dlpack.import_value(v, f"argument `{k}`") for k, v in inputs.items()}
+        result = interpret(self.module, *args, **inputs)
+        given = [
+            v
+            for value in (*args, *inputs.values())
+            for v in dlpack.flatten_value(value)
+            if isinstance(v, np.ndarray)
+        ]
+        result = _owned_result(result, given)
+        if out is None:
+            return result
+        buffers = dlpack.out_buffers(out, result)
+        dlpack.fill(buffers, dlpack.flatten_value(result))
+        return out
+
+
+def _owned_result(result: Any, inputs: list[np.ndarray]) -> Any:
+    """`result` with each tensor at the top or in (nested) tuples copied when it is
+    read-only (a constant) or may share memory with an input or an earlier tensor of the
+    result, so that the caller owns every array it gets."""
+    kept: list[np.ndarray] = []
+
+    def owned(array: np.ndarray) -> np.ndarray:
+        if not array.flags.writeable or any(
+            np.may_share_memory(array, other) for other in (*inputs, *kept)
+        ):
+            array = array.copy()
+        kept.append(array)
+        return array
+
+    return dlpack.map_leaves(result, lambda v: owned(v) if isinstance(v, np.ndarray) else v)
 
 
 def inline_into_main(mod: IRModule) -> IRModule:
@@ -121,16 +173,21 @@ class OptimizedModule:
     types: ModuleTypes
 
 
-def optimize(mod: IRModule, opt_level: int | None = 3) -> OptimizedModule:
+def optimize(
+    mod: IRModule, opt_level: int | None = 3, passes: ExtraPasses | None = None
+) -> OptimizedModule:
     """`mod` after inlining into `@main` and the standard pipeline of `opt_level` (None: the
     enclosing `PassContext`'s, see `build_context`), with its types from the pipeline's
     context (fusion hands over the types of the module it makes, so they are not inferred
-    again)."""
-    from .passes import standard_pipeline
+    again). `passes` adds user passes at named points of the pipeline, run under the same
+    context: `[("after:fold-constant", my_pass)]` or `{"before:fuse-ops": [a, b]}`; the
+    points are `start`, `end`, `before:NAME` and `after:NAME` (`passes.insert_passes`)."""
+    from .passes import insert_passes, standard_pipeline
 
     with build_context(opt_level) as ctx:
+        pipeline = insert_passes(standard_pipeline(ctx.opt_level), passes)
         inlined = inline_into_main(mod)
-        optimized = standard_pipeline(ctx.opt_level)(inlined, ctx)
+        optimized = pipeline(inlined, ctx)
         return OptimizedModule(optimized, ctx.module_types(optimized))
 
 
@@ -168,6 +225,7 @@ def build(
     opt_level: int | None = None,
     params: Mapping[str, np.ndarray] | None = None,
     dump: dict[str, Any] | None = None,
+    passes: ExtraPasses | None = None,
 ) -> CompiledModel | InterpretedModel:
     """Compile `mod`'s `@main` for `target`: a `Target` or a target string (`llvm` — native
     code for this CPU, with options such as `-mcpu=`, `-mattr=`, `-num-threads=` — or
@@ -177,7 +235,8 @@ def build(
     (weights): the optimizer then folds what depends only on them (batch-norm arithmetic,
     scale folding into convolution weights) and the compiled model takes the remaining
     inputs. Returns an object with `.run(**inputs)`; a compiled model also has `.save(path)`
-    and `.target`. `dump`, when given, receives the text of each stage."""
+    and `.target`. `dump`, when given, receives the text of each stage. `passes` adds user
+    passes at named points of the pipeline (see `optimize`)."""
     from .typecheck import check_module
 
     resolved = resolve_target(target)
@@ -188,7 +247,7 @@ def build(
         mod = bind_params(mod, params)
     if resolved.kind == "interp":
         return InterpretedModel(mod, "target interp")
-    optimized = optimize(mod, opt_level)
+    optimized = optimize(mod, opt_level, passes)
     try:
         plan = plan_graph(optimized.module["main"], optimized.types)
     except NotCompilable as exc:

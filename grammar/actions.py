@@ -36,6 +36,7 @@ from ..lang.expr import (
 )
 from ..lang.module import IRModule
 from ..lang.op import Op, lookup_op
+from .errors import did_you_mean, operator_or_constructor_note
 from .state import Ref
 from .type_actions import TypeActions
 
@@ -156,7 +157,9 @@ class Actions(TypeActions):
         token = c[0]
         var = self.vars.names.get(token.value)  # a plain str key: Token.__eq__ is slow
         if var is None:
-            self.error(token, f"undeclared variable {token}")
+            self.error(
+                token, f"undeclared variable {token}", *did_you_mean(token.value, self.vars.names)
+            )
         return Ref(var, token, token)
 
     def graph_ref(self, c: list[Any]) -> Ref:
@@ -181,7 +184,11 @@ class Actions(TypeActions):
             if node is None:
                 node = self.constructor(token)
                 if node is None:
-                    self.error(token, f"unknown operator or constructor `{token}`")
+                    self.error(
+                        token,
+                        f"unknown operator or constructor `{token}`",
+                        *operator_or_constructor_note(self, name),
+                    )
         return Ref(node, token, token)
 
     def unwrap(self, x: Any) -> Expr:
@@ -392,9 +399,8 @@ class Actions(TypeActions):
                 self.error(key, f"operator `{op.name}` takes no attributes, got `{name}`")
             field = schema.field_named(name)
             if field is None:
-                known = ", ".join(f.name for f in schema.fields) or "none"
-                message = f"{schema.name} has no attribute `{name}` (its attributes: {known})"
-                self.error(key, message)
+                message = schema.no_attribute_message(name)
+                self.error(key, message, *did_you_mean(name, [f.name for f in schema.fields]))
             try:
                 field.coerce(value)
             except ValueError as exc:

@@ -7,14 +7,20 @@ the parser's value stack.
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from lark import Token
 
 from ..lang.diagnostics import Diagnostic, ParseError
 from ..lang.expr import Var
+from ..lang.op import all_ops
 from ..lang.span import SourceFile, Span
 from .lalr import SyntaxProblem
+
+if TYPE_CHECKING:
+    from .state import ParseState
 
 _WORDS = {
     "LOCAL": "a variable (`%x`)",
@@ -171,3 +177,48 @@ def _describe(expected: set[str], opener: str | None, spellings: dict[str, str])
 
 def _order(name: str) -> tuple[int, str]:
     return (0 if name in _WORDS else 1, name)
+
+
+# ---------------------------------------------------------------------- did you mean
+COMMON_DTYPES = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "bfloat16",
+)  # fmt: skip
+
+
+def did_you_mean(name: str, candidates: Iterable[str], sigil: str = "") -> tuple[str, ...]:
+    """A note naming the candidate closest to the misspelled `name`, if one is close."""
+    choices = {c for c in candidates if c != name}
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return (f"did you mean `{sigil}{close[0]}`?",) if close else ()
+
+
+def constructor_names(state: ParseState) -> list[str]:
+    """The constructors a program can name: its own and the prelude's."""
+    names = list(state.constructors)
+    if state.prelude is not None:
+        names.extend(state.prelude.declared.constructors)
+        names.extend(state.prelude.view.constructors)
+    return names
+
+
+def operator_or_constructor_note(state: ParseState, name: str) -> tuple[str, ...]:
+    """`did you mean ...?` for an unknown operator or constructor name."""
+    return did_you_mean(name, [op.name for op in all_ops()] + constructor_names(state))
+
+
+def global_note(state: ParseState, name: str) -> tuple[str, ...]:
+    """`did you mean @...?` for an undefined global: the module's and the prelude's."""
+    names = list(state.defined)
+    if state.prelude is not None:
+        names.extend(state.prelude.view.functions)
+    return did_you_mean(name, names, "@")
+
+
+def type_note(state: ParseState, name: str) -> tuple[str, ...]:
+    """`did you mean ...?` for an unknown type name: dtypes, the module's and the
+    prelude's ADTs."""
+    names = [*COMMON_DTYPES, *state.type_defs]
+    if state.prelude is not None:
+        names.extend(state.prelude.view.types)
+    return did_you_mean(name, names)

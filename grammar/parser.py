@@ -31,7 +31,7 @@ from ..lang.module import IRModule
 from ..lang.printer import VERSION_HEADER
 from ..lang.span import SourceFile, Span
 from .actions import Actions
-from .declscan import scan_declarations
+from .declscan import Item, scan_declarations, scan_items
 from .errors import convert
 from .lalr import Driver, SyntaxProblem
 from .prelude import PreludeLink, load_prelude
@@ -160,9 +160,29 @@ def _parse(
     metadata = None
     if prepared.metadata is not None:
         metadata = _read_metadata(source, prepared.metadata, prepared.metadata_offset)
+    try:
+        result = _run(source, prepared.text, start, metadata, prelude)
+    except ParseError as first:
+        if start != "module":
+            raise
+        error = _recover(first, source, prepared.text, metadata, prelude)
+        if error is first:
+            raise
+        raise error from None
+    return result, (source if headless else None)
+
+
+def _run(
+    source: SourceFile,
+    text: str,
+    start: str,
+    metadata: dict[str, list[object]] | None,
+    prelude: bool,
+) -> Any:
+    """Parse `text` (the pre-pass's output for `source`) from rule `start`."""
     link = None
     if prelude and start == "module":  # loaded outside the lock: loading parses the prelude
-        declared = scan_declarations(prepared.text)
+        declared = scan_declarations(text)
         link = PreludeLink(load_prelude().view(declared), declared)
     with _LOCK:
         driver = _parser()
@@ -170,7 +190,7 @@ def _parse(
         collecting = gc.isenabled()
         gc.disable()  # the parse allocates many long-lived objects and no garbage cycles
         try:
-            result = driver.parse(prepared.text, start, _SCOPE_HOOKS)
+            return driver.parse(text, start, _SCOPE_HOOKS)
         except SyntaxProblem as exc:
             raise convert(exc, source, _spellings) from None
         except ParseError:
@@ -185,7 +205,99 @@ def _parse(
             if collecting:
                 gc.enable()
             _ACTIONS.end()
-    return result, (source if headless else None)
+
+
+MAX_ERRORS = 20  # a module with more broken definitions reports the first ones
+
+
+def _recover(
+    first: ParseError,
+    source: SourceFile,
+    text: str,
+    metadata: dict[str, list[object]] | None,
+    prelude: bool,
+) -> ParseError:
+    """`first` and the errors of the module's other top-level items (at most MAX_ERRORS).
+
+    The item holding an error is replaced by a stub: `def @f() { () }` for a function (so
+    uses of `@f` elsewhere still resolve), blank text for a type; the stub keeps every
+    other character at its line and column. The module is then parsed again, until it
+    parses, or an error lies outside every item or inside a stub. An error that names
+    something a blanked item declared is a consequence of an earlier one: its item is
+    stubbed without reporting it.
+    """
+    items = scan_items(text)
+    if len(items) < 2:
+        return first
+    diagnostics: list[Diagnostic] = []
+    stubbed: set[int] = set()
+    lost: list[str] = []  # names declared by items that could not be stubbed
+    error = first
+    for _ in range(2 * MAX_ERRORS):  # reported errors, and consequences stubbed silently
+        if len(diagnostics) >= MAX_ERRORS:
+            break
+        index = _item_at(items, source, error.span)
+        if index is None or index in stubbed:
+            break
+        if not _mentions(error.message, lost):
+            diagnostics.extend(error.diagnostics)
+        stubbed.add(index)
+        item = items[index]
+        stub = _stub(text[item.start : item.end], item)
+        if stub is None:
+            stub = _NOT_NEWLINE.sub(" ", text[item.start : item.end])
+            lost.extend(
+                [f"@{item.name}"] if item.kind == "def" else [item.name, *item.constructors]
+            )
+        text = text[: item.start] + stub + text[item.end :]
+        try:
+            _run(source, text, "module", metadata, prelude)
+        except ParseError as next_error:
+            error = next_error
+            continue
+        break
+    if len(diagnostics) <= 1:
+        return first
+    return ParseError(diagnostics)
+
+
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+def _item_at(items: list[Item], source: SourceFile, span: Span | None) -> int | None:
+    """The index of the item holding the start of `span`."""
+    if span is None or span.source is not source:
+        return None
+    starts = source.line_starts()
+    if not 1 <= span.line <= len(starts):
+        return None
+    offset = starts[span.line - 1] + span.column - 1
+    for index, item in enumerate(items):
+        if item.start <= offset < item.end:
+            return index
+    return None
+
+
+def _mentions(message: str, names: list[str]) -> bool:
+    """Whether `message` names one of `names` (as a whole word)."""
+    return any(re.search(rf"(?<![\w@]){re.escape(n)}(?![\w/.])", message) for n in names)
+
+
+def _stub(region: str, item: Item) -> str | None:
+    """`def @name() { () }` laid out over the lines of `region` (its newlines kept, the
+    rest blank), or None for a type or when it does not fit."""
+    if item.kind != "def":
+        return None
+    tokens = ["def", f"@{item.name}", "()", "{", "()", "}"]
+    lines = []
+    for line in region.split("\n"):
+        placed: list[str] = []
+        width = 0
+        while tokens and width + len(tokens[0]) + bool(placed) <= len(line):
+            width += len(tokens[0]) + bool(placed)
+            placed.append(tokens.pop(0))
+        lines.append(" ".join(placed).ljust(len(line)))
+    return "\n".join(lines) if not tokens else None
 
 
 def _read_metadata(source: SourceFile, text: str, offset: int) -> dict[str, list[object]]:

@@ -19,6 +19,7 @@ from ..lang.expr import Expr, Function, GlobalVar
 from ..lang.metadata import MetaObject
 from ..lang.span import SourceFile, Span
 from ..lang.types import GlobalTypeVar
+from .errors import global_note, type_note
 from .prelude import PreludeLink
 
 _META = re.compile(r"meta\[([^\]]*)\]\[([0-9]+)\]")
@@ -221,10 +222,11 @@ class ParseState:
         used = self.prelude.used if self.prelude is not None else set()
         for name, span in self.global_uses.items():
             if name not in self.defined and ("def", name) not in used:
-                self.error(span, f"undefined global function @{name}")
+                self.error(span, f"undefined global function @{name}", *global_note(self, name))
         for name, span in self.adt_uses.items():
             if name not in self.type_defs and ("type", name) not in used:
-                self.error(span, f"unknown type `{name}` (not a dtype, type variable or ADT)")
+                message = f"unknown type `{name}` (not a dtype, type variable or ADT)"
+                self.error(span, message, *type_note(self, name))
 
     # ------------------------------------------------------------------ metadata
     def meta_object(self, token: Token) -> object:

@@ -35,6 +35,7 @@ from ..lang.types import (
     TypeVar,
     scalar_type,
 )
+from .errors import COMMON_DTYPES, constructor_names, did_you_mean
 from .literals import LiteralError, parse_dim, parse_number, unescape
 from .state import MetaAttr, ParseState
 
@@ -113,7 +114,7 @@ class TypeActions(ParseState):
         try:
             return normalize_dtype(str(token))
         except ValueError as exc:
-            self.error(token, str(exc))
+            self.error(token, str(exc), *did_you_mean(token, COMMON_DTYPES))
 
     def shape(self, c: list[Any]) -> tuple[object, ...]:
         """`(d, ...)`"""
@@ -251,7 +252,11 @@ class TypeActions(ParseState):
         token = c[0]
         ctor = self.constructor(token)
         if ctor is None:
-            self.error(token, f"unknown constructor `{token}`")
+            self.error(
+                token,
+                f"unknown constructor `{token}`",
+                *did_you_mean(token, constructor_names(self)),
+            )
         subs: list[Pattern] = c[2] if len(c) > 3 else []
         if len(subs) != len(ctor.inputs):
             self.error(

@@ -143,15 +143,17 @@ class AttrsSchema:
                 return f
         return None
 
+    def no_attribute_message(self, name: str) -> str:
+        """The error for an unknown attribute `name`, listing the fields in order."""
+        known = ", ".join(f.name for f in self.fields) or "none"
+        return f"{self.name} has no attribute `{name}` (its attributes: {known})"
+
     def make(self, **values: object) -> Attrs:
         """Check and normalize `values` (missing ones take their defaults)."""
         names = {f.name for f in self.fields}
         unknown = [k for k in values if k not in names]
         if unknown:
-            known = ", ".join(sorted(names)) or "none"
-            raise AttrsError(
-                f"{self.name} has no attribute `{unknown[0]}` (its attributes: {known})"
-            )
+            raise AttrsError(self.no_attribute_message(unknown[0]))
         normalized: list[object] = []
         for f in self.fields:
             if f.name in values:
@@ -196,6 +198,11 @@ class Attrs:
     def as_dict(self) -> dict[str, object]:
         """The fields as a plain dict."""
         return dict(self.items())
+
+    def __repr__(self) -> str:
+        # only what differs from the schema's defaults: `Conv2DAttrs(strides=(2, 2))`
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.non_default_items())
+        return f"{self.schema.name}({shown})"
 
     def replace(self, **changes: object) -> Attrs:
         """A copy with some fields changed (checked like `make`)."""

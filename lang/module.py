@@ -101,11 +101,13 @@ class IRModule:
         types[data.header] = data
         return IRModule(self.functions, types)
 
-    def astext(self, types: Mapping[Expr, Type] | None = None) -> str:
-        """The module in the text format; with `types` (from inference), `/* ty=... */` too."""
+    def astext(self, types: Mapping[Expr, Type] | None = None, *, inline_constants: int = 0) -> str:
+        """The module in the text format; with `types` (from inference), `/* ty=... */` too;
+        metadata constants of at most `inline_constants` elements also show their values in
+        a comment."""
         from .printer import print_module
 
-        return print_module(self, types=types)
+        return print_module(self, types=types, inline_constants=inline_constants)
 
     def __str__(self) -> str:
         return self.astext()

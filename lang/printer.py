@@ -15,6 +15,10 @@ equal module, and printing is idempotent. The format is TVM's `astext()`:
   values go to the `#[metadata]` section (`meta[relay.Constant][i]`, `meta[tir.SizeVar][i]`,
   `meta[VirtualDevice][i]`).
 * With `types` (node → type, from inference), `/* ty=T */` comments as TVM writes them.
+* With `inline_constants=N`, a metadata constant of at most N elements also shows its
+  values in a comment after its reference, `meta[relay.Constant][0] /* [1, 2.5] */`
+  (TVM's format has no literal for a tensor; the comment keeps the text parseable to the
+  same module, and the metadata section still holds the values).
 
 Everything is iterative (an explicit stack, or generators driven by
 `relay.lang.trampoline.run`), so program depth never meets Python's recursion limit.
@@ -154,6 +158,21 @@ def scalar_literal(constant: Constant) -> str | None:
     return f"{int(data)}{_SUFFIX[dtype]}"
 
 
+def constant_values_text(data: np.ndarray) -> str:
+    """The values of a tensor on one line (`[[1, 2], [3, 4]]`, `True`, `[0.5, nan]`)."""
+    text = np.array2string(
+        np.asarray(data),
+        separator=", ",
+        max_line_width=1 << 30,
+        threshold=1 << 30,
+        formatter={
+            "float_kind": lambda v: np.format_float_positional(v, trim="-"),
+            "bool": str,
+        },
+    )
+    return " ".join(text.split())
+
+
 def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
 
@@ -277,8 +296,14 @@ def _is_nullary_ctor_call(node: Expr) -> bool:
 class _Printer:
     """The state of one printing: names, graph numbers, use counts, metadata, output."""
 
-    def __init__(self, types: Mapping[Expr, Type] | None, type_names: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        types: Mapping[Expr, Type] | None,
+        type_names: tuple[str, ...] = (),
+        inline_constants: int = 0,
+    ):
         self.types = types
+        self.inline_constants = inline_constants
         self.vars = _Names("v")
         self.tvars = _Names("t", _KEYWORDS + type_names, types=True)
         self.graph: dict[int, str] = {}
@@ -450,6 +475,8 @@ class _Printer:
                 self.constants.append(data)
                 self.constant_index[key] = index
             literal = f"meta[relay.Constant][{index}]"
+            if data.size <= self.inline_constants:
+                literal += f" /* {constant_values_text(data)} */"
         return literal + self.ty(node)
 
     def atom_text(self, node: Expr) -> str:
@@ -744,10 +771,14 @@ class _Printer:
             self.lines.append(write_metadata(table))
 
 
-def print_module(mod: IRModule, types: Mapping[Expr, Type] | None = None) -> str:
-    """The module as text: header, type definitions, functions, then the metadata section."""
+def print_module(
+    mod: IRModule, types: Mapping[Expr, Type] | None = None, *, inline_constants: int = 0
+) -> str:
+    """The module as text: header, type definitions, functions, then the metadata section.
+    Metadata constants of at most `inline_constants` elements also show their values in a
+    comment where they are used."""
     type_names = tuple(g.name_hint for g in mod.type_definitions)
-    printer = _Printer(types, type_names)
+    printer = _Printer(types, type_names, inline_constants)
     functions = sorted(mod.functions.items(), key=lambda item: item[0].name_hint)
     seen: set[int] = set()
     free = [printer.analyze(fn, seen) for _, fn in functions]
@@ -770,9 +801,12 @@ def print_module(mod: IRModule, types: Mapping[Expr, Type] | None = None) -> str
     return "\n".join(printer.lines) + "\n"
 
 
-def print_expr(expr: Expr, types: Mapping[Expr, Type] | None = None) -> str:
-    """An expression on its own (no header); free variables declared with `free_var`."""
-    printer = _Printer(types)
+def print_expr(
+    expr: Expr, types: Mapping[Expr, Type] | None = None, *, inline_constants: int = 0
+) -> str:
+    """An expression on its own (no header); free variables declared with `free_var`;
+    `inline_constants` as for `print_module`."""
+    printer = _Printer(types, inline_constants=inline_constants)
     for var in printer.analyze(expr, set()):
         printer.write(f"free_var {printer.var_decl(var)};")
         printer.newline()

@@ -1,5 +1,7 @@
-"""`PassContext`: opt level, required and disabled passes, per-pass options, instruments,
-and the types of the modules its passes saw.
+"""`PassContext`: opt level, required and disabled passes, instruments, per-pass options
+(`config`), and the types of the modules its passes saw. Its signature is TVM's:
+`PassContext(opt_level=2, required_pass=None, disabled_pass=None, instruments=None,
+config=None)` (plus `debug`).
 
 Use it explicitly (`seq(mod, ctx)`) or as a context manager (`with PassContext(...):`),
 which makes it `PassContext.current()` for passes called without one.
@@ -29,20 +31,57 @@ if TYPE_CHECKING:
 
 
 def _names(items: Any) -> tuple[str, ...]:
-    return tuple(items)
+    """Pass names (None: none; one name alone is one name, not its letters)."""
+    if items is None:
+        return ()
+    return (items,) if isinstance(items, str) else tuple(items)
 
 
-def _options(value: Mapping[str, Mapping[str, object]]) -> dict[str, dict[str, object]]:
-    return {name: dict(opts) for name, opts in value.items()}
+def _instruments(items: Any) -> tuple[PassInstrument, ...]:
+    return () if items is None else tuple(items)
+
+
+def _config(value: Mapping[str, object] | None) -> dict[str, dict[str, object]]:
+    """Per-pass options by pass name, from any of the accepted spellings of `config`."""
+    out: dict[str, dict[str, object]] = {}
+    for key, item in (value or {}).items():
+        if isinstance(item, Mapping):
+            name, options = key, dict(item)
+        else:
+            name, option = _config_key(key)
+            options = {option: item}
+        out.setdefault(name, {}).update(options)
+    return out
+
+
+def _config_key(key: str) -> tuple[str, str]:
+    """(pass name, option) of a flat config key: `fuse-ops.max-depth`, or TVM's
+    `relay.FuseOps.max_depth`."""
+    from .pass_base import PASSES
+
+    parts = key.split(".")
+    if len(parts) == 3 and parts[0] == "relay":
+        for p in PASSES.values():
+            if p.tvm_name == parts[1]:
+                return p.name, parts[2]
+        raise PassError(f"config key '{key}': no pass is called {parts[1]} in relay.transform")
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    raise PassError(
+        f"config key '{key}' is not 'pass-name.option' (or TVM's 'relay.PassName.option'), "
+        "and its value is not a mapping of options"
+    )
 
 
 @define(eq=False)
 class PassContext:
     """Settings under which passes run.
 
-    TVM's rule decides what a `Sequential` runs: a pass runs iff it is not in `disabled`
-    and (it is in `required` or `opt_level >= pass.opt_level`). `options` maps a pass name
-    to option values (`{"fuse-ops": {"max-depth": 8}}`), overriding the pass's own.
+    TVM's rule decides what a `Sequential` runs: a pass runs iff it is not in
+    `disabled_pass` and (it is in `required_pass` or `opt_level >= pass.opt_level`).
+    `config` sets options of passes, overriding their own: by pass name
+    (`{"fuse-ops": {"max-depth": 8}}`) or by flat key (`{"fuse-ops.max-depth": 8}`, or
+    TVM's `{"relay.FuseOps.max_depth": 8}`); it is kept by pass name.
     `debug=True` adds a `DebugInstrument` (well-formedness, types and normal forms are
     checked after every pass) unless one is among `instruments`. The context remembers the
     types of the modules it was asked about (`module_types`, `remember_types`) while those
@@ -50,10 +89,10 @@ class PassContext:
     """
 
     opt_level: int = 2
-    required: tuple[str, ...] = field(default=(), converter=_names)
-    disabled: tuple[str, ...] = field(default=(), converter=_names)
-    options: dict[str, dict[str, object]] = field(factory=dict, converter=_options)
-    instruments: tuple[PassInstrument, ...] = field(default=(), converter=tuple)
+    required_pass: tuple[str, ...] = field(default=(), converter=_names)
+    disabled_pass: tuple[str, ...] = field(default=(), converter=_names)
+    instruments: tuple[PassInstrument, ...] = field(default=(), converter=_instruments)
+    config: dict[str, dict[str, object]] = field(factory=dict, converter=_config)
     debug: bool = False
 
     _types: weakref.WeakKeyDictionary[IRModule, ModuleTypes] = field(
@@ -64,11 +103,11 @@ class PassContext:
     _stack: ClassVar[list[PassContext]] = []
 
     def __attrs_post_init__(self) -> None:
-        for name, opts in self.options.items():
+        for name, opts in self.config.items():
             p = get_pass(name)
             for key, value in opts.items():
                 convert_option(name, key, value, p.options_type)
-        for name in (*self.required, *self.disabled):
+        for name in (*self.required_pass, *self.disabled_pass):
             get_pass(name)
 
     @classmethod
@@ -98,8 +137,8 @@ class PassContext:
         return self.instruments
 
     def options_for(self, p: Pass) -> Any:
-        """The options `p` runs with: its own, overridden by this context's `options`."""
-        overrides = self.options.get(p.name)
+        """The options `p` runs with: its own, overridden by this context's `config`."""
+        overrides = self.config.get(p.name)
         if not overrides:
             return p.options
         changes = {
@@ -110,9 +149,9 @@ class PassContext:
 
     def decide(self, p: Pass) -> tuple[bool, str]:
         """Whether a `Sequential` runs `p` under this context, and why."""
-        if p.name in self.disabled:
+        if p.name in self.disabled_pass:
             return False, "disabled by the PassContext"
-        if p.name in self.required:
+        if p.name in self.required_pass:
             return True, "required by the PassContext"
         if self.opt_level >= p.opt_level:
             return True, f"opt_level {p.opt_level} <= {self.opt_level}"

@@ -103,13 +103,13 @@ def sharing_rule(root: Expr) -> Rule:
     return Rule(wildcard().named("node"), share, "share")
 
 
-def eliminate_common_subexpressions(root: Expr) -> Expr:
+def cse_expr(root: Expr) -> Expr:
     """`root` with equal pure subexpressions of the same function body shared."""
     return apply_rules(sharing_rule(root), root, fixpoint=False)
 
 
-@function_pass(name="cse", opt_level=3)
+@function_pass(name="cse", opt_level=3, tvm_name="EliminateCommonSubexpr")
 def cse_pass(fn: Function, mod: IRModule, ctx: PassContext, options: object) -> Function:
     """Share equal pure subexpressions within each function body."""
-    body = eliminate_common_subexpressions(fn.body)
+    body = cse_expr(fn.body)
     return fn if body is fn.body else fn.replace(body=body)

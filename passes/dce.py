@@ -79,7 +79,7 @@ def purity(root: Expr, nodes: list[Expr] | None = None) -> dict[int, bool]:
     return pure
 
 
-def dead_code_elimination(expr: Expr, ignore_impurity: bool = False) -> Expr:
+def dce_expr(expr: Expr, ignore_impurity: bool = False) -> Expr:
     """`expr` without its unused (pure, unless `ignore_impurity`) let bindings."""
     nodes = list(post_order(expr))
     if not any(isinstance(n, Let) for n in nodes):
@@ -146,8 +146,8 @@ class _DropLets(ExprMutator):
         return self.rebuilt(node)
 
 
-@function_pass(name="dce", opt_level=1, options=DCEOptions)
+@function_pass(name="dce", opt_level=1, options=DCEOptions, tvm_name="DeadCodeElimination")
 def dce_pass(fn: Function, mod: IRModule, ctx: PassContext, options: DCEOptions) -> Function:
     """Remove the unused let bindings of each function."""
-    body = dead_code_elimination(fn.body, options.ignore_impurity)
+    body = dce_expr(fn.body, options.ignore_impurity)
     return fn if body is fn.body else fn.replace(body=body)

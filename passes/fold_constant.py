@@ -135,7 +135,7 @@ def _in_primitive(nodes: list[Expr]) -> set[int]:
     return inside
 
 
-def fold_expr(
+def fold_constant_expr(
     root: Expr,
     mod: IRModule,
     types: Callable[[], ModuleTypes | None] = lambda: None,
@@ -216,8 +216,10 @@ def _fold_node(
     return new
 
 
-def fold_constant(mod: IRModule, max_elements: int = DEFAULT_MAX_ELEMENTS) -> IRModule:
-    """Fold the constant subexpressions of every global function of `mod`."""
+@module_pass(name="fold-constant", opt_level=2, options=FoldConstantOptions)
+def fold_constant_pass(mod: IRModule, ctx: PassContext, options: FoldConstantOptions) -> IRModule:
+    """Evaluate constant subexpressions at compile time (TVM's `FoldConstant`)."""
+    max_elements = options.max_elements
     # a module pass, not a function pass: one inference of the whole module (made only
     # if some `shape_of` needs it, and given up on if any function is ill-typed) serves
     # every function
@@ -231,14 +233,8 @@ def fold_constant(mod: IRModule, max_elements: int = DEFAULT_MAX_ELEMENTS) -> IR
 
     out = mod
     for gv, fn in mod.functions.items():
-        new = fold_expr(fn, mod, types, max_elements)
+        new = fold_constant_expr(fn, mod, types, max_elements)
         if new is not fn:
             assert isinstance(new, Function)
             out = out.with_function(gv, new)
     return out
-
-
-@module_pass(name="fold-constant", opt_level=2, options=FoldConstantOptions)
-def fold_constant_pass(mod: IRModule, ctx: PassContext, options: FoldConstantOptions) -> IRModule:
-    """Evaluate constant subexpressions at compile time (TVM's `FoldConstant`)."""
-    return fold_constant(mod, options.max_elements)

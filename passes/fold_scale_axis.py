@@ -222,8 +222,3 @@ def fold_scale_axis_pass(
 ) -> Function:
     """Fold constant per-channel multiplies around `nn.conv2d` / `nn.dense` into weights."""
     return fold_scale_axis_function(fn, mod)
-
-
-def fold_scale_axis(mod: IRModule) -> IRModule:
-    """Every global function of `mod` with constant scales folded (TVM's `FoldScaleAxis`)."""
-    return fold_scale_axis_pass.apply(mod, PassContext())

@@ -349,7 +349,7 @@ def fuse_module(
     """`mod` (whose types are `types`) fused, and the types of the result: `types` with
     the nodes fusion made added (no inference)."""
     if max_depth < 1:
-        raise ValueError("fuse_ops: max_depth must be at least 1")
+        raise ValueError("fuse-ops: max-depth must be at least 1")
     made = ModuleTypes()
     out = mod
     for gv, fn in mod.functions.items():
@@ -367,16 +367,6 @@ def fuse_module(
     )
 
 
-def fuse_ops(mod: IRModule, opt_level: int = 3, max_depth: int = MAX_FUSE_DEPTH) -> IRModule:
-    """Fuse the operators of every global function of `mod` (TVM's `FuseOps`).
-
-    `opt_level=0` puts every operator in its own `Primitive` function; `max_depth` bounds
-    the number of nodes of a group. The module must type-check (its types come from the
-    current `PassContext`, which also learns the result's types).
-    """
-    return _fuse_in_context(PassContext.current(), mod, opt_level, max_depth)
-
-
 def _fuse_in_context(ctx: PassContext, mod: IRModule, opt_level: int, max_depth: int) -> IRModule:
     """`fuse_module` with the input's types from `ctx`, which learns the result's."""
     out, types = fuse_module(mod, ctx.module_types(mod), opt_level, max_depth)
@@ -390,11 +380,15 @@ class FuseOptions:
 
     max_depth: int = MAX_FUSE_DEPTH
     """The most operators one fused function may hold."""
+    fuse_opt_level: int = -1
+    """TVM's fusion level: 0 puts every operator alone, 1 or more fuses; -1 (the default)
+    takes the `PassContext`'s opt level."""
 
 
 @module_pass(name="fuse-ops", opt_level=0, required=("infer-type",), options=FuseOptions)
 def fuse_ops_pass(mod: IRModule, ctx: PassContext, options: FuseOptions) -> IRModule:
-    """Fuse operators into `Primitive` functions; the context's opt level is TVM's fusion
-    level (0: every operator alone). The context gives the input's types and learns the
-    result's."""
-    return _fuse_in_context(ctx, mod, ctx.opt_level, options.max_depth)
+    """Fuse operators into `Primitive` functions (TVM's `FuseOps`). The fusion level is
+    `fuse-opt-level`, or the context's opt level when that is -1 (level 0: every operator
+    alone). The context gives the input's types and learns the result's."""
+    level = options.fuse_opt_level if options.fuse_opt_level >= 0 else ctx.opt_level
+    return _fuse_in_context(ctx, mod, level, options.max_depth)

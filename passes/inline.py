@@ -93,9 +93,9 @@ def _inline_call(call: Call, fn: Function) -> Expr:
     return result
 
 
-def inline(mod: IRModule) -> IRModule:
-    """`mod` with the calls of its `Inline=1` globals inlined and those globals dropped
-    when unused."""
+@module_pass(name="inline", opt_level=1, options=NoOptions)
+def inline_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
+    """Inline the calls of globals marked `Inline=1`; drop them when unused."""
     targets = inlinable(mod)
     if not targets:
         return mod
@@ -122,9 +122,3 @@ def inline(mod: IRModule) -> IRModule:
         if gv not in used and gv.name_hint != "main":
             out = out.without_function(gv)
     return out
-
-
-@module_pass(name="inline", opt_level=1, options=NoOptions)
-def inline_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
-    """Inline the calls of globals marked `Inline=1`; drop them when unused."""
-    return inline(mod)

@@ -63,6 +63,29 @@ def _wrapper(fn: Function, gv: GlobalVar, captured: list[Var], own: list[Var]) -
     return Function(params, Call(gv, (*captured, *params)), fn.ret_type, fn.type_params)
 
 
+def _captured(
+    found: list[Var],
+    rec: Var | None,
+    literals: dict[int, _Literal],
+    let_bound: dict[Var, Function],
+    escaping: set[Var],
+) -> list[Var]:
+    """What a literal with free variables `found` captures once lifted: a free variable
+    bound to an already lifted closure is called as that closure's global, so the literal
+    captures what that closure captures instead (and the variable itself only where it
+    escapes as a value)."""
+    captured: dict[Var, None] = {}
+    for v in found:
+        if v is rec:
+            continue
+        inner = literals.get(id(let_bound[v])) if v in let_bound else None
+        if inner is None or v in escaping:
+            captured[v] = None
+        if inner is not None:
+            captured.update(dict.fromkeys(inner.captured))
+    return list(captured)
+
+
 class _Lifter:
     def __init__(self, mod: IRModule, types: ModuleTypes) -> None:
         self.types = types
@@ -100,7 +123,7 @@ class _Lifter:
             if isinstance(node, Function) and not node.is_primitive:
                 found = free_vars(node)
                 rec = rec_of.get(id(node))
-                captured = [v for v in found if v is not rec]
+                captured = _captured(found, rec, literals, let_bound, escaping)
                 recursive = rec if rec is not None and rec in found else None
                 literals[id(node)] = _Literal(self.fresh_global(name), captured, recursive)
         if not literals:
@@ -190,11 +213,11 @@ class _Rewriter(ExprMutator):
         return None
 
 
-def lambda_lift(mod: IRModule) -> IRModule:
-    """`mod` with every non-primitive function literal lifted to a global function.
-
-    `mod` must type-check: the new globals' parameters are annotated with inferred types.
-    """
+@module_pass(name="lambda-lift", opt_level=1, options=NoOptions)
+def lambda_lift_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
+    """Lift every non-primitive function literal to a global function. The module must
+    type-check: the new globals' parameters are annotated with inferred types (see the
+    module docstring)."""
     lifter = _Lifter(mod, infer_module(mod))
     out = mod
     for gv, fn in mod.functions.items():
@@ -204,9 +227,3 @@ def lambda_lift(mod: IRModule) -> IRModule:
     for gv, fn in lifter.new_globals:
         out = out.with_function(gv, fn)
     return out
-
-
-@module_pass(name="lambda-lift", opt_level=1, options=NoOptions)
-def lambda_lift_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
-    """Lift closures to global functions (see the module docstring)."""
-    return lambda_lift(mod)

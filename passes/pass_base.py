@@ -123,11 +123,13 @@ class Pass:
       at which a `Sequential` runs it; `required`: names of passes a `Sequential` runs
       first.
     * `options`: an instance of the pass's attrs options class (defaults unless set by
-      pipeline text, `with_options`, or `PassContext(options={name: {...}})`).
+      pipeline text, `with_options`, or `PassContext(config={name: {...}})`).
     * `needs` / `produces`: the normal form ("graph", "anf" or "any") the pass expects
       and guarantees; the debug instrument checks both.
     * `kind`: "module" or "function". A function pass transforms each global function;
       it skips functions marked `Primitive` unless `include_primitive`.
+    * `tvm_name`: its spelling in `relay.transform` (`FoldConstant`), by default the
+      name in CamelCase (`fold-constant` → `FoldConstant`).
 
     Calling a pass directly runs it whatever the opt level (as in TVM); only `Sequential`
     applies the enabling rules. Instruments of the context see the call.
@@ -143,13 +145,23 @@ class Pass:
     kind: str = "module"
     include_primitive: bool = False
     doc: str = attrs.field(default="", eq=False, repr=False)
+    tvm_name: str = attrs.field(default="", eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
+        if not self.tvm_name:
+            object.__setattr__(self, "tvm_name", camel_case(self.name))
         for form in (self.needs, self.produces):
             if form not in NORMAL_FORMS:
                 raise PassError(
                     f"pass '{self.name}': normal form must be one of {NORMAL_FORMS}, got {form!r}"
                 )
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the pass's doc, on one line."""
+        text = " ".join(self.doc.split())
+        end = text.find(". ")
+        return text if end < 0 else text[: end + 1]
 
     @property
     def options_type(self) -> type:
@@ -222,13 +234,43 @@ PASSES: dict[str, Pass] = {}
 """Every registered pass, by name (filled when the pass modules are imported)."""
 
 
+def _origin(p: Pass) -> tuple[str, str] | None:
+    """Where `p`'s transformation was defined (module, qualified name), if it is a named
+    function (not a lambda)."""
+    qualname = getattr(p.transform, "__qualname__", "")
+    module = getattr(p.transform, "__module__", None)
+    if not qualname or "<lambda>" in qualname or not isinstance(module, str):
+        return None
+    return module, qualname
+
+
 def register_pass(p: Pass) -> Pass:
-    """Add `p` to `PASSES`; `PassError` if another pass already has its name."""
+    """Add `p` to `PASSES`; `PassError` if another pass already has its name.
+
+    Registering again a pass defined by the same named function (same module and
+    qualified name: a file of passes loaded twice) replaces the old one."""
     old = PASSES.get(p.name)
     if old is not None and old.transform is not p.transform:
-        raise PassError(f"a pass named '{p.name}' is already registered")
+        origin = _origin(p)
+        if origin is None or origin != _origin(old):
+            raise PassError(f"a pass named '{p.name}' is already registered")
     PASSES[p.name] = p
     return p
+
+
+def camel_case(name: str) -> str:
+    """`fold-constant` → `FoldConstant` (the default `relay.transform` spelling)."""
+    return "".join(part[:1].upper() + part[1:] for part in name.split("-"))
+
+
+def kebab_case(name: str) -> str:
+    """`FoldConstant`, `fold_constant` or `fold-constant` → `fold-constant`."""
+    out: list[str] = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i > 0 and (name[i - 1].islower() or name[i - 1].isdigit()):
+            out.append("-")
+        out.append("-" if ch == "_" else ch.lower())
+    return "".join(out).strip("-")
 
 
 def get_pass(name: str) -> Pass:
@@ -260,6 +302,7 @@ def _make(
     produces: str,
     include_primitive: bool,
     register: bool,
+    tvm_name: str = "",
 ) -> Pass:
     _check_name(name)
     if not attrs.has(options):
@@ -275,6 +318,7 @@ def _make(
         kind,
         include_primitive,
         doc=fn.__doc__ or "",
+        tvm_name=tvm_name,
     )
     return register_pass(p) if register else p
 
@@ -288,12 +332,23 @@ def module_pass(
     needs: str = "any",
     produces: str = "any",
     register: bool = True,
+    tvm_name: str = "",
 ) -> Callable[[ModuleFn], Pass]:
     """Decorator: `fn(mod, ctx, options) -> IRModule` becomes a module `Pass` (registered)."""
 
     def wrap(fn: ModuleFn) -> Pass:
         return _make(
-            "module", fn, name, opt_level, required, options, needs, produces, False, register
+            "module",
+            fn,
+            name,
+            opt_level,
+            required,
+            options,
+            needs,
+            produces,
+            False,
+            register,
+            tvm_name,
         )
 
     return wrap
@@ -309,6 +364,7 @@ def function_pass(
     produces: str = "any",
     include_primitive: bool = False,
     register: bool = True,
+    tvm_name: str = "",
 ) -> Callable[[FunctionFn], Pass]:
     """Decorator: `fn(fn, mod, ctx, options) -> Function` becomes a function `Pass`.
 
@@ -328,6 +384,7 @@ def function_pass(
             produces,
             include_primitive,
             register,
+            tvm_name,
         )
 
     return wrap

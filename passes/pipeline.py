@@ -1,11 +1,13 @@
 """`Sequential`, pipeline text (`fold-constant,fuse-ops{max-depth=8},dce`), the standard
-pipelines, the bisector, and the built-in `infer-type` and `identity` passes."""
+pipelines, extra passes at a named point of a pipeline, the bisector, and the built-in
+`infer-type` and `identity` passes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 from attrs import field, frozen
 
@@ -25,11 +27,11 @@ class PlannedPass:
     reason: str
 
 
-def _flatten(passes: Iterable[Pass | Sequential]) -> tuple[Pass, ...]:
+def _flatten(passes: Iterable[Pass | Sequential] | None) -> tuple[Pass, ...]:
     out: list[Pass] = []
-    for p in passes:
+    for p in passes or ():
         if isinstance(p, Sequential):
-            out.extend(p.passes)
+            out.extend(p.gated_passes())
         elif isinstance(p, Pass):
             out.append(p)
         else:
@@ -37,18 +39,43 @@ def _flatten(passes: Iterable[Pass | Sequential]) -> tuple[Pass, ...]:
     return tuple(out)
 
 
+def _names(items: Iterable[str] | str | None) -> tuple[str, ...]:
+    if items is None:
+        return ()
+    return (items,) if isinstance(items, str) else tuple(items)
+
+
 @frozen
 class Sequential:
-    """Passes run in order under a `PassContext`, following TVM's rules.
+    """Passes run in order under a `PassContext`, following TVM's rules:
+    `Sequential(passes=None, opt_level=0, required=None, name="sequential")`.
 
     A pass runs iff it is not disabled and (it is required or `ctx.opt_level >=
     pass.opt_level`); before an enabled pass, the passes named in its `required` run (they
     are looked up in the registry). Nothing is skipped silently: `plan`/`describe` say
     what will run and why, and instruments get `skipped_pass` for every skip.
     `str(seq)` is pipeline text that `parse_pipeline` reads back.
+
+    A `Sequential` inside another is flattened into it. As in TVM, its own `opt_level`
+    and `required` matter only there: its passes then run only at that opt level or
+    above, after the passes named in its `required` (`gated_passes`).
     """
 
-    passes: tuple[Pass, ...] = field(converter=_flatten)
+    passes: tuple[Pass, ...] = field(default=(), converter=_flatten)
+    opt_level: int = 0
+    required: tuple[str, ...] = field(default=(), converter=_names)
+    name: str = "sequential"
+
+    def gated_passes(self) -> tuple[Pass, ...]:
+        """This Sequential's passes as they run inside another: its `required` passes
+        first, and every pass's opt level raised to at least this one's."""
+        passes = (*(get_pass(name) for name in self.required), *self.passes)
+        if self.opt_level <= 0:
+            return passes
+        return tuple(
+            p if p.opt_level >= self.opt_level else attrs.evolve(p, opt_level=self.opt_level)
+            for p in passes
+        )
 
     def __str__(self) -> str:
         return ",".join(str(p) for p in self.passes)
@@ -239,6 +266,79 @@ def standard_pipeline(opt_level: int) -> Sequential:
     return parse_pipeline(STANDARD_PIPELINES[opt_level])
 
 
+# ------------------------------------------------------------- extra passes at a point
+
+ExtraPasses = Sequence[tuple[str, Any]] | Mapping[str, Any]
+"""Extra passes for a pipeline: `(point, passes)` pairs, or a mapping point → passes,
+where `passes` is a `Pass`, a `Sequential`, pipeline text, or a list of those."""
+
+
+def insertion_points(seq: Sequential) -> list[str]:
+    """The points of `seq` where extra passes can go: `start`, `end`, and `before:NAME` /
+    `after:NAME` for each pass NAME of `seq`."""
+    names = list(dict.fromkeys(p.name for p in seq.passes))
+    return ["start", "end", *(f"before:{n}" for n in names), *(f"after:{n}" for n in names)]
+
+
+def _point_index(seq: Sequential, point: str) -> int:
+    names = [p.name for p in seq.passes]
+    where, _, name = point.partition(":")
+    if point == "start":
+        return 0
+    if point == "end":
+        return len(names)
+    if where == "before" and name in names:
+        return names.index(name)
+    if where == "after" and name in names:
+        return len(names) - names[::-1].index(name)
+    raise PassError(
+        f"unknown point '{point}' for extra passes in the pipeline '{seq}'; "
+        f"the points are: {', '.join(insertion_points(seq))}"
+    )
+
+
+def _extra_passes(what: Any, point: str) -> list[Pass]:
+    items = what if isinstance(what, (list, tuple)) else [what]
+    out: list[Pass] = []
+    for item in items:
+        if isinstance(item, str):
+            out.extend(parse_pipeline(item).passes)
+        elif isinstance(item, (Pass, Sequential)):
+            out.extend(_flatten([item]))
+        else:
+            raise PassError(
+                f"extra passes at '{point}' must be passes, Sequentials or pipeline text, "
+                f"not {type(item).__name__}"
+            )
+    return out
+
+
+def insert_passes(seq: Sequential, extra: ExtraPasses | None) -> Sequential:
+    """`seq` with `extra` passes added at named points: `before:NAME` runs them before the
+    first `NAME` of `seq`, `after:NAME` after its last one, `start` / `end` before or after
+    everything; passes given for the same point keep their order. An unknown point is a
+    `PassError` listing the points. The extra passes follow the opt-level rules like any
+    other pass of the pipeline."""
+    if not extra:
+        return seq
+    pairs = list(extra.items()) if isinstance(extra, Mapping) else list(extra)
+    slots: dict[int, list[Pass]] = {}
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise PassError(
+                "extra passes are (point, passes) pairs such as "
+                f"('after:fold-constant', my_pass), not {pair!r}"
+            )
+        point, what = pair
+        slots.setdefault(_point_index(seq, point), []).extend(_extra_passes(what, point))
+    out: list[Pass] = []
+    for index in range(len(seq.passes) + 1):
+        out.extend(slots.get(index, ()))
+        if index < len(seq.passes):
+            out.append(seq.passes[index])
+    return attrs.evolve(seq, passes=out)
+
+
 # ------------------------------------------------------------------------------ bisector
 
 
@@ -253,6 +353,41 @@ class BisectResult:
     expected: Any
     actual: Any
     error: Error | None = None
+
+    def __repr__(self) -> str:
+        # one line: which pass, and how the values went wrong (not the modules or arrays)
+        head = f"BisectResult(pass #{self.index} '{self.pass_}'"
+        if self.error is not None:
+            first = str(self.error.message).splitlines()[0] if self.error.message else ""
+            return f"{head}: its result fails to run: {first})"
+        return f"{head}: the values differ: {_value_difference(self.expected, self.actual)})"
+
+
+def _value_difference(expected: Any, actual: Any) -> str:
+    """A short account of how two interpreter values differ (the first differing tensor)."""
+    stack = [(expected, actual, "")]
+    while stack:
+        x, y, where = stack.pop()
+        at = f" at {where}" if where else ""
+        if isinstance(x, tuple) and isinstance(y, tuple) and len(x) == len(y):
+            stack.extend(
+                (a, b, f"{where}.{i}") for i, (a, b) in reversed(list(enumerate(zip(x, y))))
+            )
+            continue
+        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return f"expected {x.dtype}{list(x.shape)}, got {y.dtype}{list(y.shape)}{at}"
+            if x.dtype.kind in "fciu" and x.size:
+                gap = np.abs(x.astype("float64") - y.astype("float64"))
+                if np.any(np.isnan(gap)) or float(np.nanmax(gap)) > 0:
+                    return f"max abs difference {float(np.nanmax(gap)):g}{at}"
+                continue
+            if not np.array_equal(x, y):
+                return f"the tensors differ{at}"
+            continue
+        if x is not y and type(x) is not type(y):
+            return f"expected a {type(x).__name__}, got a {type(y).__name__}{at}"
+    return "within tolerance elsewhere; see .expected and .actual"
 
 
 def values_close(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
@@ -322,8 +457,8 @@ def bisect(
 
 
 @module_pass(name="infer-type", opt_level=0)
-def infer_type(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
-    """Type-check the module (raising `TypeCheckError`) and return it unchanged; types
+def infer_type_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
+    """Type-check the module (raising `TypeCheckError`) and return it unchanged. Types
     are never stored in nodes: later passes of the pipeline get the same result from
     `ctx.module_types(mod)`, which infers nothing when the context already knows them."""
     ctx.module_types(mod)
@@ -331,6 +466,6 @@ def infer_type(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
 
 
 @module_pass(name="identity", opt_level=0)
-def identity(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
+def identity_pass(mod: IRModule, ctx: PassContext, options: NoOptions) -> IRModule:
     """Return the module unchanged (for testing the pass manager)."""
     return mod

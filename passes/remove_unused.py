@@ -41,8 +41,12 @@ def _global_named(mod: IRModule, name: str) -> GlobalVar | None:
     return None
 
 
-def remove_unused_functions(mod: IRModule, entry: str = "main") -> IRModule:
-    """`mod` without the global functions not reachable from the global `entry`."""
+@module_pass(name="remove-unused-functions", opt_level=1, options=RemoveUnusedOptions)
+def remove_unused_functions_pass(
+    mod: IRModule, ctx: PassContext, options: RemoveUnusedOptions
+) -> IRModule:
+    """Drop the globals not reachable from `options.entry` (default `@main`)."""
+    entry = options.entry
     start = _global_named(mod, entry)
     if start is None:
         return mod
@@ -60,11 +64,3 @@ def remove_unused_functions(mod: IRModule, entry: str = "main") -> IRModule:
         return mod
     kept = {gv: fn for gv, fn in mod.functions.items() if gv.name_hint in reached}
     return IRModule(kept, mod.type_definitions)
-
-
-@module_pass(name="remove-unused-functions", opt_level=1, options=RemoveUnusedOptions)
-def remove_unused_functions_pass(
-    mod: IRModule, ctx: PassContext, options: RemoveUnusedOptions
-) -> IRModule:
-    """Drop the globals not reachable from `options.entry` (default `@main`)."""
-    return remove_unused_functions(mod, options.entry)

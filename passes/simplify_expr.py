@@ -50,7 +50,7 @@ from .pattern import (
 )
 
 MAX_SWEEPS = 100
-"""The most sweeps (and rewrites of one node) `simplify_expr` makes before giving up (a
+"""The most sweeps (and rewrites of one node) `simplify-expr` makes before giving up (a
 rule set bug)."""
 
 
@@ -208,7 +208,7 @@ SIMPLIFY_RULES = _arith_rules() + _reshape_rules() + _transpose_rules() + _cast_
 """Every rule of `simplify-expr` (types come from the driver's `RewriteContext`)."""
 
 
-def simplify_function(fn: Function, mod: IRModule | None = None) -> Function:
+def simplify_expr_function(fn: Function, mod: IRModule | None = None) -> Function:
     """`fn` with the `simplify-expr` rules applied until none fires."""
     out = apply_rules(SIMPLIFY_RULES, fn, mod, settle=True, max_sweeps=MAX_SWEEPS)
     assert isinstance(out, Function)
@@ -220,9 +220,4 @@ def simplify_expr_pass(
     fn: Function, mod: IRModule, ctx: PassContext, options: NoOptions
 ) -> Function:
     """Algebraic peepholes: identities of arithmetic, reshape, transpose and cast."""
-    return simplify_function(fn, mod)
-
-
-def simplify_expr(mod: IRModule) -> IRModule:
-    """Every global function of `mod` simplified (TVM's `SimplifyExpr`)."""
-    return simplify_expr_pass.apply(mod, PassContext())
+    return simplify_expr_function(fn, mod)

@@ -188,8 +188,3 @@ def simplify_inference_pass(
 ) -> Function:
     """Expand normalizations into arithmetic and remove `nn.dropout` for inference."""
     return simplify_inference_function(fn, mod)
-
-
-def simplify_inference(mod: IRModule) -> IRModule:
-    """Every global function of `mod` simplified for inference (TVM's `SimplifyInference`)."""
-    return simplify_inference_pass.apply(mod, PassContext())

@@ -212,13 +212,13 @@ def to_anf_function(fn: Function) -> Function:
 
 
 @function_pass(
-    name="to-anf", opt_level=1, options=NoOptions, produces="anf", include_primitive=True
+    name="to-anf",
+    opt_level=1,
+    options=NoOptions,
+    produces="anf",
+    include_primitive=True,
+    tvm_name="ToANormalForm",
 )
 def to_anf_pass(fn: Function, mod: IRModule, ctx: PassContext, options: NoOptions) -> Function:
     """Convert every global function to A-normal form."""
     return to_anf_function(fn)
-
-
-def to_anf(mod: IRModule) -> IRModule:
-    """Every global function of `mod` in A-normal form."""
-    return to_anf_pass.apply(mod, PassContext())

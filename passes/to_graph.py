@@ -154,7 +154,7 @@ def _targets(inline: dict[Var, Expr]) -> dict[Var, Expr]:
     return target
 
 
-def to_graph_expr(root: Expr) -> Expr:
+def to_graph_normal_form_expr(root: Expr) -> Expr:
     """`root` with its lets of pure values turned into shared nodes."""
     order = list(post_order(root))
     unique = distinct_binders(root, order)  # a variable bound twice makes `inline` ambiguous
@@ -191,11 +191,8 @@ def to_graph_expr(root: Expr) -> Expr:
     produces="any",
     include_primitive=True,
 )
-def to_graph_pass(fn: Function, mod: IRModule, ctx: PassContext, options: NoOptions) -> Function:
-    """Turn the lets of pure values into shared dataflow nodes (see the module docstring)."""
-    return cast(Function, to_graph_expr(fn))
-
-
-def to_graph(mod: IRModule) -> IRModule:
-    """Every global function of `mod` with its pure lets turned into shared nodes."""
-    return to_graph_pass.apply(mod, PassContext())
+def to_graph_normal_form_pass(
+    fn: Function, mod: IRModule, ctx: PassContext, options: NoOptions
+) -> Function:
+    """Turn the lets of pure values into shared dataflow nodes. See the module docstring."""
+    return cast(Function, to_graph_normal_form_expr(fn))

@@ -183,8 +183,8 @@ def test_run_tuple_outputs_are_flattened_depth_first(files, tmp_path):
 @pytest.mark.parametrize(
     ("arrays", "message"),
     [
-        ({"x": np.zeros((3, 3), "float32")}, "argument `x`"),
-        ({"x": np.zeros((2, 3), "float64")}, "argument `x`"),
+        ({"x": np.zeros((3, 3), "float32")}, "input `x`"),
+        ({"x": np.zeros((2, 3), "float64")}, "input `x`"),
         ({"z": np.zeros((2, 3), "float32")}, "unexpected input `z`"),
     ],
 )

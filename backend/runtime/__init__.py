@@ -6,6 +6,7 @@ native library.
   interpreter for kernels without native code, `save` through the build's writer).
 * `plan`: the values a compiled model executes (`GraphPlan`, `Slot`, `KernelStep`,
   `MemoryPlan`).
+* `dlpack`: foreign tensors in (`__dlpack__`, no copy) and caller-given `out=` buffers.
 * `native`: the host side of native code (`aligned_empty`, `aligned_copy`, the
   `NativeLibrary` protocol).
 * `interpreter`: `interpret(mod, *args, **inputs)` runs `@main` on numpy inputs;

@@ -15,6 +15,9 @@ pool (intermediates are never shared), its outputs are fresh arrays owned by the
 and nothing reads the caller's inputs after `run` returns. The native calls release the
 GIL and run side by side; a parallel loop reached while another call's loop holds the
 thread pool runs inline on its own thread (see `backend.codegen.threadpool`).
+Inputs may be any CPU tensor with `__dlpack__` (read in place), and `run(..., out=...)`
+writes the result into the caller's buffers, directly from the kernels when it can
+(`backend.runtime.dlpack`).
 `bench/bench_concurrency.py` measures calls per second with one and several callers.
 """
 
@@ -32,8 +35,9 @@ from attrs import define, field, frozen
 from ...lang.diagnostics import Error, InputError
 from ...lang.dtype import dtype_of_array, numpy_dtype
 from ...lang.expr import Function
+from ...typecheck.show import shape_text
 from ..target import Target, cpu_count
-from . import native
+from . import dlpack, native
 from .native import NativeLibrary, aligned_empty
 from .plan import GraphPlan, MemoryPlan, OutputTree, flatten_tree
 
@@ -88,7 +92,7 @@ class CompiledModel:
     def __attrs_post_init__(self) -> None:
         for name, s in zip(self.plan.input_names, self.plan.input_slots):
             slot = self.plan.slots[s]
-            shown = f"Tensor[{slot.shape}, {slot.dtype}]"
+            shown = tensor_text(slot.shape, slot.dtype)
             self._input_specs.append((name, slot.shape, numpy_dtype(slot.dtype), shown))
         for s in self.output_slots:
             slot = self.plan.slots[s]
@@ -131,34 +135,55 @@ class CompiledModel:
             if k not in given:
                 raise InputError(f"missing argument `{name}` ({expected})")
             value = given[k]
+            if dlpack.is_dlpack(value):
+                value = dlpack.from_dlpack(value, f"argument `{name}`")
             if isinstance(value, (bool, int, float, np.generic)) and shape == ():
                 value = np.asarray(value, dtype=dt)
             if not isinstance(value, np.ndarray):
                 raise InputError(
                     f"argument `{name}`: expected {expected}, got a {type(value).__name__}"
                 )
-            if value.dtype != dt:
-                raise InputError(
-                    f"argument `{name}`: expected dtype {dtype_of_array(np.empty(0, dt))}, "
-                    f"got {value.dtype} (shape {tuple(value.shape)})"
-                )
-            if value.shape != shape:
-                raise InputError(
-                    f"argument `{name}`: expected shape {shape}, got {tuple(value.shape)}"
-                )
+            if value.dtype != dt or value.shape != shape:
+                try:
+                    got = tensor_text(value.shape, dtype_of_array(value))
+                except ValueError:  # a numpy dtype relay has no name for
+                    got = f"an array of numpy dtype {value.dtype}, shape {shape_text(value.shape)}"
+                raise InputError(f"argument `{name}`: expected {expected}, got {got}")
             if not value.flags.c_contiguous:
                 raise InputError(
-                    f"argument `{name}`: the array is not C-contiguous "
-                    "(pass np.ascontiguousarray(...))"
+                    f"argument `{name}`: the array is not C-contiguous; the model reads "
+                    "inputs in place and does not copy them (pass np.ascontiguousarray(...), "
+                    "or .contiguous() for a torch tensor)"
+                )
+            if not value.flags.aligned:
+                raise InputError(
+                    f"argument `{name}`: the array's data is not aligned to its element size "
+                    f"({value.dtype.itemsize} bytes); pass a copy (np.array(...))"
                 )
             arrays.append(value)
         return arrays
 
-    def run(self, *args: Any, **inputs: Any) -> Any:
-        """Run the model on numpy inputs (by position or by `@main`'s parameter names);
-        returns an array, or a tuple shaped like `@main`'s result type."""
+    def run(self, *args: Any, out: Any = None, **inputs: Any) -> Any:
+        """Run the model on inputs given by position or by `@main`'s parameter names: numpy
+        arrays, or any C-contiguous CPU tensor with `__dlpack__` (a torch tensor), read in
+        place without a copy. Returns fresh arrays owned by the caller: an array, or a
+        tuple shaped like `@main`'s result type.
+
+        `out` (keyword only) receives the result instead: a buffer (an array or any
+        `__dlpack__` object) for a tensor result, a tuple of them shaped like a tuple
+        result; `run` then returns `out`. A C-contiguous buffer that overlaps no input is
+        written directly by the kernels; any other is filled by one copy at the end. When
+        `@main` itself has a parameter named `out`, `out=` is that input."""
+        if out is not None and "out" in self.plan.input_names:
+            inputs = {**inputs, "out": out}
+            out = None
         arrays = self._check_inputs(args, inputs)
-        outputs = [np.empty(shape, dt) for shape, dt in self._output_specs]
+        buffers = self._check_out(out) if out is not None else None
+        direct = self._direct_outputs(buffers, arrays) if buffers else {}
+        outputs = [
+            buffers[direct[s]] if buffers is not None and s in direct else np.empty(shape, dt)
+            for s, (shape, dt) in zip(self.output_slots, self._output_specs)
+        ]
         by_slot = dict(zip(self.output_slots, outputs))
         workspace = self._take_workspace()
         try:
@@ -175,11 +200,72 @@ class CompiledModel:
                 )
             else:
                 self._run_steps(arrays, by_slot, workspace)
+            if buffers is not None:
+                self._fill_out(buffers, direct, arrays, by_slot, workspace)
+                return out
             # Inputs and parameters in the result are copies: nothing the caller gets
             # aliases an input (or the model), and no input is read after `run` returns.
             return self._result(self.plan.output, arrays, by_slot, set(), workspace)
         finally:
             self._give_back(workspace)
+
+    def _check_out(self, out: Any) -> list[np.ndarray]:
+        """The caller's output buffers, depth first, checked against the result's tree."""
+        stack: list[Any] = [self.plan.output]
+        specs: dict[int, dlpack.TensorSpec] = {}
+        while stack:
+            t = stack.pop()
+            if isinstance(t, int):
+                slot = self.plan.slots[t]
+                specs[t] = dlpack.TensorSpec(slot.shape, numpy_dtype(slot.dtype))
+            else:
+                stack.extend(t)
+        template = _map_tree(self.plan.output, specs)
+        return dlpack.out_buffers(out, template)
+
+    def _direct_outputs(
+        self, buffers: list[np.ndarray], arrays: list[np.ndarray]
+    ) -> dict[int, int]:
+        """The caller buffers the kernels can write directly, as kernel output slot →
+        position in `buffers`: the first use of the slot in the result, a C-contiguous,
+        element-aligned buffer that overlaps no input, parameter or other buffer (kernel
+        arguments are `noalias`)."""
+        direct: dict[int, int] = {}
+        others = [*arrays, *self.params]
+        kernel_outputs = set(self.output_slots)
+        for k, (s, buffer) in enumerate(zip(flatten_tree(self.plan.output), buffers)):
+            if s not in kernel_outputs or s in direct:
+                continue
+            if not (buffer.flags.c_contiguous and buffer.flags.aligned):
+                continue
+            rest = buffers[:k] + buffers[k + 1 :]
+            if any(np.may_share_memory(buffer, o) for o in (*others, *rest)):
+                continue
+            direct[s] = k
+        return direct
+
+    def _fill_out(
+        self,
+        buffers: list[np.ndarray],
+        direct: dict[int, int],
+        arrays: list[np.ndarray],
+        by_slot: dict[int, np.ndarray],
+        workspace: np.ndarray,
+    ) -> None:
+        """Copy into each caller buffer the kernels did not write directly. An input that
+        is part of the result and overlaps a buffer is read before any buffer is written."""
+        pending = []
+        for k, (s, buffer) in enumerate(zip(flatten_tree(self.plan.output), buffers)):
+            if direct.get(s) == k:
+                continue
+            source = self._slot_array(s, arrays, by_slot, workspace)
+            if self.slot_kind[s][0] == "input" and any(
+                np.may_share_memory(source, b) for b in buffers
+            ):
+                source = source.copy()
+            pending.append((buffer, source))
+        for buffer, source in pending:
+            np.copyto(buffer, source)
 
     def _new_workspace(self) -> np.ndarray:
         return aligned_empty((max(1, self.memory.workspace_bytes),), np.uint8)
@@ -275,6 +361,22 @@ def check_model_fits(plan: GraphPlan, memory: MemoryPlan, param_bytes: int) -> N
     native.check_fits(sum(needs.values()), "the model", detail)
 
 
+def _map_tree(tree: OutputTree, leaves: Mapping[int, Any]) -> Any:
+    """`tree` with each slot index replaced by `leaves[slot]` (iteratively)."""
+    if isinstance(tree, int):
+        return leaves[tree]
+    done: dict[int, tuple[Any, ...]] = {}
+    stack: list[tuple[tuple[Any, ...], bool]] = [(tree, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((t, False) for t in node if not isinstance(t, int))
+            continue
+        done[id(node)] = tuple(leaves[t] if isinstance(t, int) else done[id(t)] for t in node)
+    return done[id(tree)]
+
+
 def _run_fallback(fn: Function, ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
     """Run primitive function `fn` in the interpreter, writing its results into `outs`."""
     from ...lang.module import IRModule
@@ -292,3 +394,9 @@ def _run_fallback(fn: Function, ins: list[np.ndarray], outs: list[np.ndarray]) -
             flat.append(v)
     for o, v in zip(outs, flat):
         o[...] = v
+
+
+def tensor_text(shape: tuple[int, ...], dtype: str) -> str:
+    """A tensor type as the text format writes it: `Tensor[(2, 3), float32]`, or just the
+    dtype for a scalar."""
+    return f"Tensor[{shape_text(shape)}, {dtype}]" if shape else dtype

@@ -11,8 +11,20 @@ fn = apply_rules(rules, fn, mod, settle=True)   # the driver the passes use
 carried through `retype`), `partition` outlines matches into functions.
 grouped = partition(conv.optional(lambda p: is_op("nn.relu")(p)), expr,
                     {"Composite": "conv_relu"})
+
+A pattern prints as the Python that builds it (`show`), which
+`relay.pattern_text.parse_pattern` reads back; `explain` (or `conv.explain(expr)`) says
+where and why a match fails, and `explain_report(pattern, module)` does it at every node.
 """
 
+from .explain import (
+    ExplainingMatcher,
+    Explanation,
+    Failure,
+    explain,
+    explain_all,
+    explain_report,
+)
 from .matcher import Match, Matcher, match
 from .partition import partition
 from .patterns import (
@@ -46,21 +58,27 @@ from .rewrite import (
     RewriteBudgetError,
     RewriteContext,
     RewriteRecord,
+    RuleMiss,
     apply_rules,
     rewrite,
 )
-from .rules import Rule, RuleSet, rule
+from .rules import CaptureTypes, Rule, RuleSet, RuleSignatureError, rule
+from .show import expr_summary, pattern_text
 
 __all__ = [
     "AltPattern",
     "AttrPattern",
     "CallPattern",
     "CapturePattern",
+    "CaptureTypes",
     "ConstantPattern",
     "DFPattern",
     "DTypePattern",
     "DominatorPattern",
+    "ExplainingMatcher",
+    "Explanation",
     "ExprPattern",
+    "Failure",
     "Match",
     "Matcher",
     "OpNamePattern",
@@ -68,7 +86,9 @@ __all__ = [
     "RewriteContext",
     "RewriteRecord",
     "Rule",
+    "RuleMiss",
     "RuleSet",
+    "RuleSignatureError",
     "ShapePattern",
     "TupleGetItemPattern",
     "TuplePattern",
@@ -78,6 +98,10 @@ __all__ = [
     "apply_rules",
     "capture",
     "dominates",
+    "explain",
+    "explain_all",
+    "explain_report",
+    "expr_summary",
     "is_constant",
     "is_expr",
     "is_op",
@@ -86,6 +110,7 @@ __all__ = [
     "is_var",
     "match",
     "partition",
+    "pattern_text",
     "rewrite",
     "rule",
     "wildcard",

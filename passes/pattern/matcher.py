@@ -10,10 +10,20 @@ from collections.abc import Callable
 
 from attrs import define, field
 
-from ...lang.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from ...lang.adt import Constructor
+from ...lang.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from ...lang.op import Op
 from ...lang.structural import structural_equal
-from ...lang.traversal import post_order
+from ...lang.traversal import children, post_order
 from ...lang.types import TensorType, Type
 from ...typecheck import ModuleTypes, infer_expr
 from .patterns import (
@@ -35,15 +45,21 @@ from .patterns import (
     WildcardPattern,
 )
 
-_LEAVES = (WildcardPattern, VarPattern, ConstantPattern, ExprPattern)
+# patterns whose matched node is computed inside a match (its region); the nodes matched
+# only by other patterns (leaves, or wrappers such as a capture around a leaf) are inputs
+_STRUCTURAL = (CallPattern, TuplePattern, TupleGetItemPattern, DominatorPattern)
+# nodes that are never inputs: they are global, so a region may refer to them as they are
+_GLOBAL = (Op, GlobalVar, Constructor)
 
 
-@define(frozen=True, eq=False)
+@define(frozen=True, eq=False, repr=False)
 class Match:
     """A successful match: the matched `expr`, its named `captures`, its `region` (the
-    nodes matched by call, tuple, projection and dominator-path patterns, `expr` included)
-    and its `inputs` (the other nodes matched by wildcard, variable, constant and
-    expression patterns, in order of first appearance). Operators are in neither."""
+    nodes matched by call, tuple, projection and dominator patterns, `expr` included: what
+    the match computes) and its `inputs` (every other node the region uses, in order of
+    first appearance: the nodes matched by wildcard, variable, constant and expression
+    patterns, named or not). Operators, globals and constructors are in neither, so a
+    function of the region with the inputs as parameters is closed."""
 
     expr: Expr
     captures: dict[str, Expr] = field(factory=dict)
@@ -52,6 +68,40 @@ class Match:
 
     def __getitem__(self, name: str) -> Expr:
         return self.captures[name]
+
+    def __repr__(self) -> str:
+        from .show import expr_summary
+
+        captures = ", ".join(f"{k}={expr_summary(v)}" for k, v in self.captures.items())
+        inputs = ", ".join(expr_summary(e) for e in self.inputs)
+        return (
+            f"Match({expr_summary(self.expr)}, captures {{{captures}}}, inputs [{inputs}], "
+            f"{len(self.region)} region nodes)"
+        )
+
+
+def _inputs_and_region(
+    pairs: list[tuple[DFPattern, Expr]],
+) -> tuple[tuple[Expr, ...], tuple[Expr, ...]]:
+    """The inputs and region of a match from its (pattern, node) pairs, each in order of
+    first appearance. Every non-global child of a region node is in the region or an input
+    (a dominator's path node may call a closure that no pattern matched), so a function
+    made of the region with the inputs as parameters is closed."""
+    interior = {id(e) for pat, e in pairs if isinstance(pat, _STRUCTURAL)}
+    inputs: list[Expr] = []
+    region: list[Expr] = []
+    seen: set[int] = set()
+    for _, e in pairs:
+        if id(e) in seen or isinstance(e, _GLOBAL):
+            continue
+        seen.add(id(e))
+        (region if id(e) in interior else inputs).append(e)
+    for node in region:
+        for child in children(node):
+            if id(child) not in seen and not isinstance(child, _GLOBAL):
+                seen.add(id(child))
+                inputs.append(child)
+    return tuple(inputs), tuple(region)
 
 
 def dataflow_inputs(e: Expr) -> tuple[Expr, ...]:
@@ -169,16 +219,8 @@ class Matcher:
         self._bound, self._captures, self._pairs, self._trail = {}, {}, [], []
         if not self._visit(pattern, expr):
             return None
-        interior = {id(e) for pat, e in self._pairs if not isinstance(pat, _LEAVES)}
-        inputs: list[Expr] = []
-        region: list[Expr] = []
-        seen: set[int] = set()
-        for _, e in self._pairs:
-            if id(e) in seen or isinstance(e, Op):
-                continue
-            seen.add(id(e))
-            (region if id(e) in interior else inputs).append(e)
-        return Match(expr, dict(self._captures), tuple(inputs), tuple(region))
+        inputs, region = _inputs_and_region(self._pairs)
+        return Match(expr, dict(self._captures), inputs, region)
 
     # ---------------------------------------------------------------- lazies
     def _type_of(self, e: Expr) -> Type | None:
@@ -210,10 +252,15 @@ class Matcher:
                 del self._bound[key]
         del self._pairs[state[1] :]
 
+    def _fail(self, p: DFPattern, e: Expr, kind: str, detail: object = None) -> bool:
+        """`p` does not match `e` for the reason `kind` (see `explain.REASONS`); returns
+        False. A hook for `explain.ExplainingMatcher`, which records the reason."""
+        return False
+
     def _visit(self, p: DFPattern, e: Expr) -> bool:
         previous = self._bound.get(id(p))
         if previous is not None:
-            return previous is e
+            return previous is e or self._fail(p, e, "bound", previous)
         state = self._save()
         if self._visit_new(p, e):
             self._bound[id(p)] = e
@@ -227,30 +274,38 @@ class Matcher:
         if isinstance(p, WildcardPattern):
             return True
         if isinstance(p, VarPattern):
-            return isinstance(e, Var) and (p.name is None or e.name_hint == p.name)
+            if not isinstance(e, Var):
+                return self._fail(p, e, "var")
+            return p.name is None or e.name_hint == p.name or self._fail(p, e, "var_name")
         if isinstance(p, ConstantPattern):
-            return isinstance(e, Constant)
+            return isinstance(e, Constant) or self._fail(p, e, "constant")
         if isinstance(p, ExprPattern):
             if e is p.expr:
                 return True
-            return not isinstance(p.expr, Var) and structural_equal(e, p.expr)
+            if not isinstance(p.expr, Var) and structural_equal(e, p.expr):
+                return True
+            return self._fail(p, e, "expr")
         if isinstance(p, OpNamePattern):
-            return isinstance(e, Op) and e.name == p.name
+            return (isinstance(e, Op) and e.name == p.name) or self._fail(p, e, "op")
         if isinstance(p, CallPattern):
-            if not isinstance(e, Call) or len(e.args) != len(p.args):
-                return False
+            if not isinstance(e, Call):
+                return self._fail(p, e, "call")
+            if len(e.args) != len(p.args):
+                return self._fail(p, e, "arity")
             if not self._visit(p.op, e.op):
                 return False
             return all(self._visit(a, x) for a, x in zip(p.args, e.args))
         if isinstance(p, TuplePattern):
-            if not isinstance(e, Tuple) or len(e.fields) != len(p.fields):
-                return False
+            if not isinstance(e, Tuple):
+                return self._fail(p, e, "tuple")
+            if len(e.fields) != len(p.fields):
+                return self._fail(p, e, "tuple_arity")
             return all(self._visit(a, x) for a, x in zip(p.fields, e.fields))
         if isinstance(p, TupleGetItemPattern):
             if not isinstance(e, TupleGetItem):
-                return False
+                return self._fail(p, e, "projection")
             if p.index is not None and e.index != p.index:
-                return False
+                return self._fail(p, e, "index")
             return self._visit(p.tuple_value, e.tuple_value)
         if isinstance(p, AltPattern):
             state = self._save()
@@ -263,25 +318,28 @@ class Matcher:
                 return False
             old = self._captures.get(p.name)
             if old is not None:
-                return old is e
+                return old is e or self._fail(p, e, "capture", old)
             self._captures[p.name] = e
             self._trail.append(p.name)
             return True
         if isinstance(p, AttrPattern):
-            return self._visit(p.pattern, e) and _has_attrs(e, p.attrs)
+            if not self._visit(p.pattern, e):
+                return False
+            wrong = _wrong_attr(e, p.attrs)
+            return wrong is None or self._fail(p, e, "attr", wrong)
         if isinstance(p, TypePattern | DTypePattern | ShapePattern):
             if not self._visit(p.pattern, e):
                 return False
             ty = self._type_of(e)
             if ty is None:
-                return False
+                return self._fail(p, e, "untyped")
             if isinstance(p, TypePattern):
-                return structural_equal(ty, p.type)
+                return structural_equal(ty, p.type) or self._fail(p, e, "type", ty)
             if not isinstance(ty, TensorType):
-                return False
+                return self._fail(p, e, "not_tensor", ty)
             if isinstance(p, DTypePattern):
-                return ty.dtype == p.dtype
-            return ty.shape == p.shape
+                return ty.dtype == p.dtype or self._fail(p, e, "dtype", ty)
+            return ty.shape == p.shape or self._fail(p, e, "shape", ty)
         if isinstance(p, DominatorPattern):
             return self._dominator(p, e)
         raise TypeError(f"unknown pattern class {type(p).__name__}")
@@ -308,12 +366,14 @@ class Matcher:
             if parent is None and self._visit(p.parent, x):
                 parent = x
                 continue
-            if not self._probe(p.path, x) or not dataflow_inputs(x):
-                return False
+            if not self._probe(p.path, x):
+                return self._fail(p, e, "path", x)
+            if not dataflow_inputs(x):
+                return self._fail(p, e, "path_leaf", x)
             path.append(x)
             stack.extend(dataflow_inputs(x))
         if parent is None:
-            return False
+            return self._fail(p, e, "no_parent")
         uses = self._consumers()
         if uses is None:
             return True
@@ -322,34 +382,40 @@ class Matcher:
             users = uses.get(id(node))
             if users is None:
                 self.unknown = True
-                return False
-            if any(id(u) not in region for u in users):
-                return False
+                return self._fail(p, e, "unknown_uses", node)
+            escaping = [u for u in users if id(u) not in region]
+            if escaping:
+                return self._fail(p, e, "escapes", (node, escaping[0]))
         for node in path:
-            self._pairs.append((p.path, node))
+            self._pairs.append((p, node))  # path nodes belong to the region
         return True
 
 
-def _has_attrs(e: Expr, wanted: dict[str, object]) -> bool:
+MISSING = object()
+"""The value `attr_of` returns for an attribute a node does not have."""
+
+
+def attr_of(e: Expr, key: str) -> object:
+    """The attribute `key` of a call, function or operator (`MISSING` if it has none)."""
+    if isinstance(e, Call):
+        if e.attrs is None:
+            return MISSING
+        return getattr(e.attrs, key, MISSING)
+    if isinstance(e, Function):
+        return e.attrs.get(key) if key in e.attrs else MISSING
+    if isinstance(e, Op):
+        return int(e.pattern) if key == "TOpPattern" else getattr(e, key, None)
+    return MISSING
+
+
+def _wrong_attr(e: Expr, wanted: dict[str, object]) -> tuple[str, object] | None:
+    """The first attribute of `wanted` that `e` lacks or has with another value, with the
+    value `e` has (`MISSING` if none); None when all match."""
     for key, value in wanted.items():
-        if isinstance(e, Call):
-            if e.attrs is None:
-                return False
-            try:
-                actual = getattr(e.attrs, key)
-            except AttributeError:
-                return False
-        elif isinstance(e, Function):
-            if key not in e.attrs:
-                return False
-            actual = e.attrs.get(key)
-        elif isinstance(e, Op):
-            actual = int(e.pattern) if key == "TOpPattern" else getattr(e, key, None)
-        else:
-            return False
-        if _freeze(actual) != _freeze(value):
-            return False
-    return True
+        actual = attr_of(e, key)
+        if actual is MISSING or _freeze(actual) != _freeze(value):
+            return key, actual
+    return None
 
 
 def match(pattern: DFPattern, expr: Expr, types: ModuleTypes | None = None) -> Match | None:

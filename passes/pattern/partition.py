@@ -2,9 +2,10 @@
 
 As TVM's `partition`: matches are found from the outputs towards the inputs and never
 overlap; a match whose inner nodes are used outside it is left alone (outlining it would
-compute them twice). The function's parameters are the match's inputs (the expressions
-matched by wildcard, variable, constant and expression patterns, in order of first
-appearance); it carries the given attributes plus `PartitionedFromPattern` (the matched
+compute them twice). The function's parameters are the match's inputs (every node the
+matched region uses that is not in it: the expressions matched by wildcard, variable,
+constant and expression patterns, named or not, in order of first appearance), so the
+function is closed; it carries the given attributes plus `PartitionedFromPattern` (the matched
 operators' names, each followed by `_`, inputs first).
 """
 

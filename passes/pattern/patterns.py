@@ -5,15 +5,22 @@ The surface is Relay's: `is_op("nn.conv2d")(wildcard(), is_constant())`, `p1 | p
 `dominates(parent, path, child)`, plus named captures `p.named("x")`.
 
 Patterns are compared by identity: one pattern object used twice in a pattern must match
-the same expression both times (`x = wildcard(); is_op("add")(x, x)`).
+the same expression both times (`x = wildcard(); is_op("add")(x, x)`). A pattern prints
+as the Python that builds it (`show.pattern_text`); `p.explain(expr)` says why it does
+not match.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ...lang.expr import Expr
 from ...lang.types import Type
+
+if TYPE_CHECKING:
+    from ...typecheck import ModuleTypes
+    from .explain import Explanation
 
 
 class DFPattern:
@@ -51,6 +58,18 @@ class DFPattern:
     def named(self, name: str) -> CapturePattern:
         """This pattern, capturing the matched expression as `name`."""
         return CapturePattern(self, name)
+
+    def explain(self, expr: Expr, types: ModuleTypes | None = None) -> Explanation:
+        """Whether this pattern matches `expr` and, if not, where and why it fails
+        (`explain.explain`)."""
+        from .explain import explain
+
+        return explain(self, expr, types)
+
+    def __repr__(self) -> str:
+        from .show import pattern_text
+
+        return pattern_text(self)
 
 
 class WildcardPattern(DFPattern):

@@ -20,7 +20,11 @@ It is the one place that owns traversal order; every rewriting pass runs through
   ones (`retype.SweepTypes`), so a sweep stays linear and does every rewrite it can see.
   With `retype=False` only the input's nodes have types (rules that read them through
   `ctx.original` then pay nothing for typing their replacements).
-* **Trace.** Pass a list as `trace` to get a `RewriteRecord` per rewrite.
+* **Trace.** Pass a list as `trace` to get a `RewriteRecord` per rewrite, and one as
+  `misses` to get a `RuleMiss` each time a rule that could fire at a node (by its root
+  operator or node class) did not, saying why (`explain`; computed only then).
+* **Callbacks** get the captures by name, and `ctx` (the `RewriteContext`) and `types`
+  (`rules.CaptureTypes`: the captures' types in this sweep) if they ask for them.
 
     rewrite(fold + other_rule, mod, max_iterations=20, trace=True)
     apply_rules(rules, fn, mod, settle=True)        # what the passes call
@@ -39,16 +43,18 @@ from ...lang.module import IRModule
 from ...lang.traversal import ExprMutator, children, post_order, with_children
 from ...lang.types import Type
 from ...typecheck import ModuleTypes, infer_expr
+from .explain import ExplainingMatcher, Explanation
 from .matcher import Matcher, consumers
 from .retype import SweepTypes
-from .rules import Candidate, Rule, RuleIndex, RuleSet, as_rules
+from .rules import Candidate, CaptureTypes, Rule, RuleIndex, RuleSet, as_rules
+from .show import expr_summary
 
 E = TypeVar("E", bound=Expr | IRModule)
 Order = Literal["bottom-up", "top-down"]
 ORDERS = ("bottom-up", "top-down")
 
 
-@define(frozen=True)
+@define(frozen=True, repr=False)
 class RewriteRecord:
     """One rewrite: which `rule` replaced `before` with `after`, in which `iteration`."""
 
@@ -56,6 +62,32 @@ class RewriteRecord:
     before: Expr
     after: Expr
     iteration: int
+
+    def __repr__(self) -> str:
+        before, after = expr_summary(self.before), expr_summary(self.after)
+        return f"RewriteRecord({self.rule!r}, sweep {self.iteration}: {before} -> {after})"
+
+
+@define(frozen=True, repr=False)
+class RuleMiss:
+    """A rule tried at a node that did not fire there, in sweep `iteration`: its pattern
+    did not match (`explanation` says where and why) or its callback made no change
+    (`explanation.matched` is then true)."""
+
+    rule: str
+    expr: Expr
+    iteration: int
+    explanation: Explanation
+
+    def __str__(self) -> str:
+        if self.explanation.matched:
+            reason = f"matched {self.explanation.summary}, but the callback made no change"
+        else:
+            reason = str(self.explanation)
+        return f"rule {self.rule!r} (sweep {self.iteration}): {reason}"
+
+    def __repr__(self) -> str:
+        return f"RuleMiss({str(self)!r})"
 
 
 class RewriteBudgetError(Error):
@@ -109,6 +141,7 @@ class _Sweep(ExprMutator):
         max_rewrites: int,
         iteration: int,
         tracing: bool,
+        misses: list[RuleMiss] | None = None,
     ) -> None:
         super().__init__()
         self.index = index
@@ -121,6 +154,9 @@ class _Sweep(ExprMutator):
         self.fired = 0
         self.fired_rules: set[str] = set()
         self.records: list[tuple[Rule, Expr, Expr]] | None = [] if tracing else None
+        self.misses = misses
+        self.iteration = iteration
+        self._explainer: ExplainingMatcher | None = None
         self.lacked = False
         self.ctx = RewriteContext(self, mod, iteration)
         self.matcher = Matcher(self.types, lambda: consumers(root))
@@ -179,17 +215,35 @@ class _Sweep(ExprMutator):
             if trivial is None:
                 found = self.matcher.match(r.pattern, e)
                 if found is None:
+                    if self.misses is not None:
+                        self._missed(r, e)
                     continue
                 captures = found.captures
             else:
                 captures = {trivial: e} if trivial else {}
-            if r.wants_ctx:
-                replacement = r.callback(ctx=self.ctx, **captures)
+            if r.wants_ctx or r.wants_types:
+                extra: dict[str, object] = {}
+                if r.wants_ctx:
+                    extra["ctx"] = self.ctx
+                if r.wants_types:
+                    extra["types"] = CaptureTypes(captures, self.ctx.type_of)
+                replacement = r.callback(**extra, **captures)
             else:
                 replacement = r.callback(**captures)
             if replacement is not None and replacement is not e:
                 return r, replacement
+            if self.misses is not None:
+                self._missed(r, e)
         return None
+
+    def _missed(self, r: Rule, e: Expr) -> None:
+        """Record why `r` did not fire at `e` (only when misses are asked for)."""
+        assert self.misses is not None
+        if self._explainer is None:
+            root = self.root
+            self._explainer = ExplainingMatcher(self.types, lambda: consumers(root))
+        explanation = self._explainer.explain(r.pattern, e)
+        self.misses.append(RuleMiss(r.name, e, self.iteration, explanation))
 
     def apply(self, node: Expr, rebuilt: Expr, candidates: tuple[Candidate, ...]) -> Expr:
         """`rebuilt` (`node` on rewritten children) after the rules (settled if asked);
@@ -290,9 +344,11 @@ def apply_rules(
     fixpoint: bool = True,
     max_sweeps: int = 100,
     trace: list[RewriteRecord] | None = None,
+    misses: list[RuleMiss] | None = None,
 ) -> Expr:
     """`expr` with `rules` applied as the module docstring describes; globals and their
-    types are looked up in `mod`. Returns `expr` itself when no rule fires."""
+    types are looked up in `mod`. Returns `expr` itself when no rule fires. `trace` and
+    `misses` (lists) receive a record per rewrite and per rule that did not fire."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     index = RuleIndex(as_rules(rules))
@@ -300,7 +356,9 @@ def apply_rules(
     for iteration in range(max_sweeps):
         if not _has_candidates(index, expr):
             return expr
-        sweep = _Sweep(index, expr, mod, settle, retype, max_sweeps, iteration, trace is not None)
+        sweep = _Sweep(
+            index, expr, mod, settle, retype, max_sweeps, iteration, trace is not None, misses
+        )
         expr = sweep.run(order)
         fired = sweep.fired_rules
         if trace is not None and sweep.records is not None:
@@ -323,6 +381,7 @@ def rewrite(
     *,
     order: Order = ...,
     settle: bool = ...,
+    misses: list[RuleMiss] | None = ...,
 ) -> E: ...
 
 
@@ -335,6 +394,7 @@ def rewrite(
     trace: Literal[True],
     order: Order = ...,
     settle: bool = ...,
+    misses: list[RuleMiss] | None = ...,
 ) -> tuple[E, list[RewriteRecord]]: ...
 
 
@@ -346,6 +406,7 @@ def rewrite(
     *,
     order: Order = "bottom-up",
     settle: bool = False,
+    misses: list[RuleMiss] | None = None,
 ) -> Any:
     """Apply `rules` (bottom-up by default), sweep after sweep, until no rule fires.
 
@@ -353,12 +414,21 @@ def rewrite(
     function of a module is rewritten. Raises `RewriteBudgetError` naming the rules that
     kept firing if `max_iterations` sweeps do not reach a fixpoint. With `trace=True`,
     returns `(result, records)` where each `RewriteRecord` says which rule rewrote what.
+    A list given as `misses` receives a `RuleMiss` saying why, each time a rule was
+    tried at a node and did not fire.
     """
     records: list[RewriteRecord] | None = [] if trace else None
 
     def run(e: Expr, mod: IRModule | None) -> Expr:
         return apply_rules(
-            rules, e, mod, order=order, settle=settle, max_sweeps=max_iterations, trace=records
+            rules,
+            e,
+            mod,
+            order=order,
+            settle=settle,
+            max_sweeps=max_iterations,
+            trace=records,
+            misses=misses,
         )
 
     result: Expr | IRModule

@@ -6,50 +6,192 @@
 
 The callback gets the pattern's named captures as keyword arguments; a callback with a
 parameter named `ctx` also gets the driver's `RewriteContext` (types of the sweep, the
-node as it was before the sweep). `RuleIndex` tells a driver which rules can fire at a
-node, so it never tries a rule whose root operator or node class cannot match.
+node as it was before the sweep), one with a parameter named `types` the inferred types
+of the captures (`types["x"]`). Making a rule checks the callback's parameters against
+the captures, so a misspelt parameter fails there, not at the first match. `RuleIndex`
+tells a driver which rules can fire at a node, so it never tries a rule whose root
+operator or node class cannot match.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from attrs import define, field
 
+from ...lang.diagnostics import Error
 from ...lang.expr import Call, Expr
 from ...lang.op import Op
+from ...lang.types import Type
 from .matcher import root_classes, root_op_names
-from .patterns import CapturePattern, DFPattern, WildcardPattern
+from .patterns import (
+    AltPattern,
+    AttrPattern,
+    CallPattern,
+    CapturePattern,
+    DFPattern,
+    DominatorPattern,
+    DTypePattern,
+    ShapePattern,
+    TupleGetItemPattern,
+    TuplePattern,
+    TypePattern,
+    WildcardPattern,
+)
 
 Callback = Callable[..., Expr | None]
 
+RESERVED = ("ctx", "types")
+"""Callback parameters the driver fills itself: the `RewriteContext` and `CaptureTypes`."""
 
-def _wants_ctx(callback: Callback) -> bool:
+
+class RuleSignatureError(Error, TypeError):
+    """A rule whose callback's parameters do not fit its pattern's captures."""
+
+
+def captures_of(pattern: DFPattern) -> tuple[frozenset[str], frozenset[str]]:
+    """The capture names every match of `pattern` has, and those some match may have (an
+    alternative's captures are in every match only if both sides capture them; captures
+    inside a dominator's path pattern never reach a match)."""
+    if isinstance(pattern, CapturePattern):
+        always, maybe = captures_of(pattern.pattern)
+        return always | {pattern.name}, maybe | {pattern.name}
+    if isinstance(pattern, AltPattern):
+        left, right = captures_of(pattern.left), captures_of(pattern.right)
+        return left[0] & right[0], left[1] | right[1]
+    parts: tuple[DFPattern, ...] = ()
+    if isinstance(pattern, DominatorPattern):
+        parts = (pattern.parent, pattern.child)
+    elif isinstance(pattern, CallPattern):
+        parts = (pattern.op, *pattern.args)
+    elif isinstance(pattern, TuplePattern):
+        parts = pattern.fields
+    elif isinstance(pattern, TupleGetItemPattern):
+        parts = (pattern.tuple_value,)
+    elif isinstance(pattern, AttrPattern | TypePattern | DTypePattern | ShapePattern):
+        parts = (pattern.pattern,)
+    always = maybe = frozenset[str]()
+    for part in parts:
+        a, m = captures_of(part)
+        always, maybe = always | a, maybe | m
+    return always, maybe
+
+
+def _check_signature(name: str, pattern: DFPattern, callback: Callback) -> set[str]:
+    """The reserved parameters (`ctx`, `types`) `callback` takes; `RuleSignatureError`
+    if its parameters do not fit the captures of `pattern` (the driver calls it with
+    every capture of a match as a keyword argument)."""
     try:
-        return "ctx" in inspect.signature(callback).parameters
-    except (TypeError, ValueError):  # a builtin without a signature
-        return False
+        params = inspect.signature(callback).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return set()
+    always, maybe = captures_of(pattern)
+    reserved = set(RESERVED) & set(params)
+    clash = sorted(set(RESERVED) & maybe)
+    if clash:
+        raise RuleSignatureError(
+            f"rule {name!r}: a capture may not be named {clash[0]!r} (the driver passes "
+            f"its own {clash[0]!r} argument)"
+        )
+    kind = inspect.Parameter
+    takes_any = any(q.kind is kind.VAR_KEYWORD for q in params.values())
+    named = {
+        n
+        for n, q in params.items()
+        if q.kind in (kind.POSITIONAL_OR_KEYWORD, kind.KEYWORD_ONLY) and n not in RESERVED
+    }
+    required = {n for n in named if params[n].default is kind.empty}
+    required |= {n for n, q in params.items() if q.kind is kind.POSITIONAL_ONLY}
+    problems = []
+    unknown = [] if takes_any else sorted(maybe - named)
+    if unknown:
+        problems.append(f"no parameter for the capture {_names(unknown)}")
+    never = sorted(required - maybe)
+    if never:
+        problems.append(f"the pattern captures no {_names(never)}")
+    sometimes = sorted((required & maybe) - always)
+    if sometimes:
+        problems.append(
+            f"{_names(sometimes)} is captured by some alternatives only (give it a default)"
+        )
+    if problems:
+        captured = _names(sorted(maybe)) if maybe else "nothing"
+        raise RuleSignatureError(
+            f"rule {name!r}: the callback's parameters do not fit the pattern: "
+            + "; ".join(problems)
+            + f" (the pattern captures {captured}; the callback takes ({', '.join(params)}))"
+        )
+    return reserved
 
 
-@define(frozen=True, eq=False)
+def _names(names: list[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+@define(frozen=True, eq=False, repr=False)
 class Rule:
     """A rewrite rule: where `pattern` matches, `callback(**captures)` returns the
-    replacement, or None for no change. Rules combine into a `RuleSet` with `+`."""
+    replacement, or None for no change. Rules combine into a `RuleSet` with `+`.
+
+    The callback's parameters are checked against the pattern's captures when the rule is
+    made (`RuleSignatureError`): every capture needs a parameter (or `**kwargs`), and
+    every parameter without a default a capture present in every match. A parameter named
+    `ctx` gets the driver's `RewriteContext`; one named `types` gets `CaptureTypes`, the
+    inferred type of each capture (computed only when read)."""
 
     pattern: DFPattern
     callback: Callback
     name: str = ""
     wants_ctx: bool = field(init=False, default=False)
     """Whether the callback has a `ctx` parameter (it then gets the `RewriteContext`)."""
+    wants_types: bool = field(init=False, default=False)
+    """Whether the callback has a `types` parameter (it then gets `CaptureTypes`)."""
 
     def __attrs_post_init__(self) -> None:
         if not self.name:
             object.__setattr__(self, "name", getattr(self.callback, "__name__", "rule"))
-        object.__setattr__(self, "wants_ctx", _wants_ctx(self.callback))
+        reserved = _check_signature(self.name, self.pattern, self.callback)
+        object.__setattr__(self, "wants_ctx", "ctx" in reserved)
+        object.__setattr__(self, "wants_types", "types" in reserved)
 
     def __add__(self, other: Rule | RuleSet) -> RuleSet:
         return RuleSet((self,)) + other
+
+    def __repr__(self) -> str:
+        return f"Rule({self.name!r}, {self.pattern!r})"
+
+
+class CaptureTypes:
+    """The inferred types of a match's captures, by capture name, for a callback's
+    `types` parameter: `types["x"]` is the type of capture `x`, or None when the sweep
+    does not know it (the driver then tries the rule again in a later sweep). Types are
+    inferred only when a callback reads one."""
+
+    def __init__(
+        self, captures: Mapping[str, Expr], type_of: Callable[[Expr], Type | None]
+    ) -> None:
+        self._captures = captures
+        self._type_of = type_of
+
+    def __getitem__(self, name: str) -> Type | None:
+        return self._type_of(self._captures[name])
+
+    def get(self, name: str) -> Type | None:
+        """The type of capture `name` (None if unknown or not captured)."""
+        return self[name] if name in self._captures else None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._captures
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._captures)
+
+    def __len__(self) -> int:
+        return len(self._captures)
+
+    def __repr__(self) -> str:
+        return f"CaptureTypes({', '.join(self._captures)})"
 
 
 def _rule_tuple(rules: Iterable[Rule]) -> tuple[Rule, ...]:

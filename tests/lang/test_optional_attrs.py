@@ -16,7 +16,7 @@ import relay
 from relay.grammar import parse
 from relay.lang.diagnostics import TypeCheckError
 from relay.lang.types import TensorType
-from relay.passes import simplify_inference
+from relay.passes import simplify_inference_pass
 from relay.typecheck import check_module
 
 RNG = np.random.default_rng(7)
@@ -225,7 +225,7 @@ def test_printer_writes_omitted_strides_as_none_which_parses() -> None:
 
 def test_simplify_inference_expands_l2_normalize_over_every_axis() -> None:
     mod = parse(_program({"x": X3}, "nn.l2_normalize(%x, eps=1e-05f, axis=None)"))
-    simplified = simplify_inference(mod)
+    simplified = simplify_inference_pass(mod)
     assert "l2_normalize" not in simplified.astext()
     got = relay.interpret(simplified, x=X3)
     np.testing.assert_allclose(got, _l2(X3, None, 1e-5), rtol=1e-5, atol=1e-6)

@@ -31,7 +31,7 @@ from relay.lang.freevars import bound_vars, distinct_binders, rebound_vars
 from relay.lang.op import get_op
 from relay.lang.types import GlobalTypeVar, TensorType
 from relay.lang.types import TypeVar as TypeParam
-from relay.passes import PASSES, check_well_formed, to_graph, values_close
+from relay.passes import PASSES, check_well_formed, to_graph_normal_form_pass, values_close
 from relay.testing import check_once, functional_programs, inputs_for
 from relay.testing.check_pass import _as_transform
 from relay.typecheck import check_module
@@ -192,7 +192,7 @@ def _clauses_and_a_let_share_a_variable() -> IRModule:
 
 def test_graph_form_of_a_variable_bound_in_both_branches() -> None:
     mod, _ = _branches_share_a_variable()
-    graph = to_graph(mod)
+    graph = to_graph_normal_form_pass(mod)
     check_well_formed(graph)
     check_module(graph)
     x = np.asarray([0.5, -1.0, 2.0], "float32")
@@ -206,7 +206,7 @@ def test_a_variable_bound_by_let_pattern_and_parameter_keeps_its_values() -> Non
     assert rebound_vars(mod["main"])
     x = np.asarray([0.5, -1.0, 2.0], "float32")
     expected = interpret(mod, x=x)
-    graph = to_graph(mod)
+    graph = to_graph_normal_form_pass(mod)
     check_well_formed(graph)
     assert values_close(expected, interpret(graph, x=x), 1e-6, 1e-6)
 

@@ -8,7 +8,7 @@ from relay.lang.expr import Call, Function, Let
 from relay.lang.op import get_op
 from relay.lang.structural import assert_structural_equal
 from relay.lang.types import TensorType
-from relay.passes import PassContext, eliminate_common_subexpressions, get_pass, parse_pipeline
+from relay.passes import PassContext, cse_expr, get_pass, parse_pipeline
 from relay.testing import check_pass, functional_programs
 
 HEADER = '#[version = "0.0.5"]\n'
@@ -104,7 +104,7 @@ def test_long_chain_is_iterative():
         bindings.append((v, Call(add, (prev, other))))
         prev = v
     fn = Function((x,), let_chain(bindings, prev))
-    out = eliminate_common_subexpressions(fn)
+    out = cse_expr(fn)
     assert isinstance(out, Function)
     node, values = out.body, []
     while isinstance(node, Let):
@@ -114,7 +114,7 @@ def test_long_chain_is_iterative():
     assert values[0].args[1] is values[100].args[1] is values[99_900].args[1]
     assert values[0].args[1] is not bindings[100][1].args[1]
     small = Function((x,), let_chain(bindings[:201], bindings[200][0]))
-    small_out = eliminate_common_subexpressions(small)
+    small_out = cse_expr(small)
     mod = relay.lang.IRModule.from_expr(small)
     np.testing.assert_allclose(
         interpret(mod.with_function("main", small_out), x=1.5), interpret(mod, x=1.5)

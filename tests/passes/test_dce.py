@@ -6,7 +6,7 @@ from relay.lang.expr import Call, Function
 from relay.lang.op import get_op
 from relay.lang.structural import assert_structural_equal
 from relay.lang.types import TensorType
-from relay.passes import PassContext, dead_code_elimination, get_pass, parse_pipeline
+from relay.passes import PassContext, dce_expr, get_pass, parse_pipeline
 from relay.testing import check_pass, functional_programs
 from relay.typecheck import check_module
 
@@ -103,7 +103,7 @@ def test_effects_are_kept_unless_impurity_is_ignored():
 
 def test_graph_form_is_unchanged():
     mod = relay.parse(HEADER + "def @main(%x: float32) { add(%x, %x) }")
-    assert dead_code_elimination(mod["main"]) is mod["main"]
+    assert dce_expr(mod["main"]) is mod["main"]
 
 
 def test_pass_registration():
@@ -123,13 +123,13 @@ def test_long_chain_is_iterative():
         prev = v
     # every binding but the first is dead: the body uses only v0
     body = let_chain(bindings, bindings[0][0])
-    out = dead_code_elimination(Function((x,), body))
+    out = dce_expr(Function((x,), body))
     assert isinstance(out, Function)
     assert isinstance(out.body, Let) and out.body.var is bindings[0][0]
     assert out.body.body is bindings[0][0]
     # a fully live chain is returned as is
     live = Function((x,), let_chain(bindings[:1000], bindings[999][0]))
-    assert dead_code_elimination(live) is live
+    assert dce_expr(live) is live
 
 
 def test_property_dataflow_programs():

@@ -9,7 +9,7 @@ from relay.lang import Call, Constant, Function, GlobalVar, IRModule, Var, const
 from relay.lang.op import get_op
 from relay.lang.structural import assert_structural_equal, structural_equal
 from relay.lang.types import TensorType
-from relay.passes import PassContext, fold_scale_axis, parse_pipeline
+from relay.passes import PassContext, fold_scale_axis_pass, parse_pipeline
 from relay.typecheck import check_module
 
 RNG = np.random.default_rng(0)
@@ -48,7 +48,7 @@ def test_golden_conv2d_then_channel_scale():
     x = Var("x", TensorType((1, 2, 4, 4), "float32"))
     w, c = rand(3, 2, 1, 1), rand(3, 1, 1)
     before = main((x,), multiply(conv(x, const(w)), const(c)))
-    after = fold_scale_axis(before)
+    after = fold_scale_axis_pass(before)
     expected = main((x,), conv(x, const(w * c.reshape(3, 1, 1, 1))))
     assert_structural_equal(after["main"], expected["main"])
     same_values(before, after, x=rand(1, 2, 4, 4))
@@ -58,14 +58,14 @@ def test_scale_first_and_4d_scale_and_dense():
     x = Var("x", TensorType((1, 2, 4, 4), "float32"))
     c4 = rand(1, 3, 1, 1)
     before = main((x,), multiply(const(c4), conv(x, const(rand(3, 2, 1, 1)))))
-    after = fold_scale_axis(before)
+    after = fold_scale_axis_pass(before)
     assert not any(
         isinstance(n, Call) and n.op.name == "multiply" for n in post_order(after["main"])
     )
     same_values(before, after, x=rand(1, 2, 4, 4))
     y = Var("y", TensorType((2, 5), "float32"))
     before = main((y,), multiply(dense(y, const(rand(4, 5))), const(rand(4))))
-    after = fold_scale_axis(before)
+    after = fold_scale_axis_pass(before)
     assert isinstance(after["main"].body, Call) and after["main"].body.op.name == "nn.dense"
     same_values(before, after, y=rand(2, 5))
 
@@ -83,7 +83,7 @@ def test_not_folded():
     for body in cases:
         mod = main(tuple(relay.lang.free_vars(body)), body)
         check_module(mod)
-        assert_structural_equal(fold_scale_axis(mod)["main"], mod["main"])
+        assert_structural_equal(fold_scale_axis_pass(mod)["main"], mod["main"])
     # NHWC data, HWIO kernel: the channel axis is not axis 1
     y = Var("y", TensorType((1, 4, 4, 2), "float32"))
     op = get_op("nn.conv2d")
@@ -91,25 +91,25 @@ def test_not_folded():
     nhwc = Call(op, (y, const(rand(1, 1, 2, 3))), attrs)
     mod = main((y,), multiply(nhwc, const(rand(3))))
     check_module(mod)
-    assert_structural_equal(fold_scale_axis(mod)["main"], mod["main"])
+    assert_structural_equal(fold_scale_axis_pass(mod)["main"], mod["main"])
     # a convolution read twice is not folded (it would be computed twice)
     shared = conv(x, w)
     body = relay.lang.Tuple((multiply(shared, const(rand(3, 1, 1))), shared))
     mod = main((x,), body)
-    assert_structural_equal(fold_scale_axis(mod)["main"], mod["main"])
+    assert_structural_equal(fold_scale_axis_pass(mod)["main"], mod["main"])
 
 
 def test_forward_scale_before_conv2d_and_dense():
     x = Var("x", TensorType((1, 2, 4, 4), "float32"))
     w, c = rand(3, 2, 1, 1), rand(2, 1, 1)
     before = main((x,), conv(multiply(x, const(c)), const(w)))
-    after = fold_scale_axis(before)
+    after = fold_scale_axis_pass(before)
     expected = main((x,), conv(x, const(w * c.reshape(1, 2, 1, 1))))
     assert_structural_equal(after["main"], expected["main"])
     same_values(before, after, x=rand(1, 2, 4, 4))
     y = Var("y", TensorType((2, 5), "float32"))
     before = main((y,), dense(multiply(const(rand(1, 5)), y), const(rand(4, 5))))
-    after = fold_scale_axis(before)
+    after = fold_scale_axis_pass(before)
     assert isinstance(after["main"].body.args[0], Var)
     same_values(before, after, y=rand(2, 5))
 
@@ -119,7 +119,7 @@ def test_scale_between_two_convolutions_is_folded_once():
     first = conv(x, const(rand(3, 2, 1, 1)))
     second = conv(multiply(first, const(rand(3, 1, 1))), const(rand(2, 3, 1, 1)))
     before = main((x,), second)
-    after = fold_scale_axis(before)
+    after = fold_scale_axis_pass(before)
     assert not any(
         isinstance(n, Call) and n.op.name == "multiply" for n in post_order(after["main"])
     )
@@ -133,7 +133,7 @@ def test_forward_not_folded_for_grouped_convolution():
     body = Call(op, (multiply(x, const(rand(2, 1, 1))), const(rand(2, 1, 1, 1))), attrs)
     mod = main((x,), body)
     check_module(mod)
-    assert_structural_equal(fold_scale_axis(mod)["main"], mod["main"])
+    assert_structural_equal(fold_scale_axis_pass(mod)["main"], mod["main"])
 
 
 def test_registered_at_opt_level_3():
@@ -166,7 +166,7 @@ def test_keeps_types_and_results(cin, cout, size, form, seed):
     w2 = const(rng.standard_normal((cout, cin, 3, 3)).astype("float32"))
     body = multiply(body, Call(op, (multiply(x, cin_scale), w2), call.attrs))
     mod = main((x,), relay.lang.Tuple((body, multiply(body, const(2.0)))))
-    out = fold_scale_axis(mod)
+    out = fold_scale_axis_pass(mod)
     assert structural_equal(
         check_module(mod).global_types["main"], check_module(out).global_types["main"]
     )
@@ -193,6 +193,6 @@ def test_deep_chain():
     v, u = Var("conv"), Var("scaled")
     bindings += [(v, conv(body, w)), (u, multiply(v, c))]
     mod = main((x,), relay.lang.let_chain(bindings, u))
-    out = fold_scale_axis(mod)
+    out = fold_scale_axis_pass(mod)
     weights = [n.data for n in post_order(out["main"]) if isinstance(n, Constant)]
     assert [float(a.reshape(-1)[0]) for a in weights] == [2.0]

@@ -1,4 +1,4 @@
-"""Operator fusion (`relay.passes.fuse_ops`): golden groups, example models, properties."""
+"""Operator fusion (`relay.passes.fuse_ops_pass`): golden groups, example models, properties."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from relay.lang.op import Op, OpPattern, get_op
 from relay.lang.structural import assert_structural_equal
 from relay.lang.traversal import post_order, rewrite_post_order, substitute
 from relay.lang.types import TensorType
+from relay.passes import fuse_ops_pass
 from relay.passes.dominators import IndexedGraph, post_dominator_tree
-from relay.passes.fuse_ops import fuse_ops
 from relay.testing.typed_programs import dataflow_programs, functional_programs, inputs_for
 from relay.typecheck import check_module, infer_module
 
@@ -86,7 +86,7 @@ def test_conv_bias_relu_is_one_group_golden() -> None:
              %0(%x, %w, %b)
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert_structural_equal(fused["main"], expected["main"])
     assert_same_results(mod, fused)
 
@@ -101,7 +101,7 @@ def test_diamond_is_one_group() -> None:
              add(add(%1, %2), %3)
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert [sorted(g) for g in groups(fused["main"])] == [
         sorted(["nn.conv2d", "nn.relu", "exp", "negative", "add", "add"])
     ]
@@ -116,7 +116,7 @@ def test_two_convs_are_two_groups() -> None:
              nn.relu(nn.conv2d(%0, %w2, padding=[1, 1]))
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert groups(fused["main"]) == [["nn.conv2d", "nn.relu"], ["nn.conv2d", "nn.relu"]]
     assert_same_results(mod, fused)
 
@@ -130,7 +130,7 @@ def test_injective_chain_is_one_group() -> None:
              exp(%2)
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert groups(fused["main"]) == [["reshape", "transpose", "strided_slice", "exp"]]
     assert_same_results(mod, fused)
 
@@ -142,7 +142,7 @@ def test_reduction_takes_elementwise_producers_not_its_consumer() -> None:
              sqrt(%0)
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert groups(fused["main"]) == [["exp", "multiply", "sum"], ["sqrt"]]
     assert_same_results(mod, fused)
 
@@ -154,7 +154,7 @@ def test_injective_op_does_not_fuse_into_a_reduction() -> None:
              sum(transpose(%x, axes=[1, 0]), axis=[0])
            }"""
     )
-    assert groups(fuse_ops(mod)["main"]) == [["transpose"], ["sum"]]
+    assert groups(fuse_ops_pass(mod)["main"]) == [["transpose"], ["sum"]]
 
 
 def test_softmax_takes_its_elementwise_tail_not_its_producers() -> None:
@@ -167,7 +167,7 @@ def test_softmax_takes_its_elementwise_tail_not_its_producers() -> None:
              %1 * 3f
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert groups(fused["main"]) == [["exp", "multiply"], ["nn.softmax", "multiply"]]
     assert_same_results(mod, fused)
 
@@ -178,7 +178,7 @@ def test_opaque_op_is_alone() -> None:
              exp(sort(exp(%x), axis=1))
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert groups(fused["main"]) == [["exp"], ["sort"], ["exp"]]
     assert_same_results(mod, fused)
 
@@ -189,7 +189,7 @@ def test_tuple_and_concatenate_fuse_with_their_producers() -> None:
              concatenate((exp(%x), negative(%y)), axis=1)
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert groups(fused["main"]) == [["exp", "negative", "concatenate"]]
     assert_same_results(mod, fused)
 
@@ -200,7 +200,7 @@ def test_root_tuple_is_not_wrapped() -> None:
              (exp(%x), negative(%x))
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     body = fused["main"].body
     assert isinstance(body, Tuple)
     assert groups(fused["main"]) == [["exp"], ["negative"]]
@@ -213,7 +213,7 @@ def test_projection_of_split_fuses() -> None:
              %0.0 + %0.1
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert groups(fused["main"]) == [["exp", "split", "add"]]
     assert_same_results(mod, fused)
 
@@ -222,7 +222,7 @@ def test_scalar_constants_are_inlined_and_tensor_constants_are_parameters() -> N
     x = Var("x", TensorType((3,), "float32"))
     body = Call(get_op("add"), [Call(get_op("multiply"), [x, const(2.0)]), const(np.ones(3, "f"))])
     mod = IRModule({GlobalVar("main"): Function([x], body)})
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     call = fused["main"].body
     assert isinstance(call, Call) and isinstance(call.op, Function)
     assert len(call.op.params) == 2
@@ -237,10 +237,10 @@ def test_max_depth_is_respected() -> None:
     for _ in range(20):
         text = f"nn.relu({text})"
     mod = parse(f"def @main(%x: Tensor[(3), float32]) {{ {text} }}")
-    fused = fuse_ops(mod, max_depth=8)
+    fused = fuse_ops_pass.with_options(max_depth=8)(mod)
     assert [len(g) for g in groups(fused["main"])] == [8, 8, 4]
     assert_same_results(mod, fused)
-    assert [len(g) for g in groups(fuse_ops(mod)["main"])] == [20]
+    assert [len(g) for g in groups(fuse_ops_pass(mod)["main"])] == [20]
 
 
 def test_opt_level_0_puts_every_op_alone() -> None:
@@ -250,7 +250,7 @@ def test_opt_level_0_puts_every_op_alone() -> None:
              nn.relu(nn.conv2d(%0, %w, padding=[1, 1]))
            }"""
     )
-    fused = fuse_ops(mod, opt_level=0)
+    fused = fuse_ops_pass.with_options(fuse_opt_level=0)(mod)
     assert groups(fused["main"]) == [["exp"], ["concatenate"], ["nn.conv2d"], ["nn.relu"]]
     assert_same_results(mod, fused)
 
@@ -262,7 +262,7 @@ def test_let_is_a_boundary_but_its_value_is_fused() -> None:
              nn.relu(%a) + %a
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert isinstance(fused["main"].body, Let)
     assert groups(fused["main"]) == [["negative", "exp"], ["nn.relu", "add"]]
     assert_same_results(mod, fused)
@@ -291,7 +291,7 @@ def test_deep_elementwise_chain_is_iterative() -> None:
     for _ in range(100_000):
         body = Call(relu, [body])
     mod = IRModule({GlobalVar("main"): Function([x], body)})
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     sizes = [len(g) for g in groups(fused["main"])]
     assert max(sizes) == 256 and sum(sizes) == 100_000
     assert len(sizes) == -(-100_000 // 256)
@@ -379,7 +379,7 @@ def test_example_models(name: str) -> None:
     mod = relay.parse((EXAMPLES / f"{name}.relay").read_text())
     graph = simplify_batch_norm(to_graph_form(mod))
     check_module(graph)
-    fused = fuse_ops(graph)
+    fused = fuse_ops_pass(graph)
     counts = {gv.name_hint: len(groups(fn)) for gv, fn in fused.functions.items()}
     assert counts == EXAMPLE_GROUPS[name]
     for fn in fused.functions.values():
@@ -390,7 +390,7 @@ def test_example_models(name: str) -> None:
 
 def test_resnet18_conv_groups_take_bias_scale_shift_relu_and_residual() -> None:
     mod = simplify_batch_norm(to_graph_form(relay.parse((EXAMPLES / "resnet18.relay").read_text())))
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     block = groups(fused["basic_block_64"])
     assert block[0] == block[2] == ["add", "sqrt", "divide"]
     bn = ["nn.conv2d", "expand_dims", "multiply", "multiply", "subtract", "expand_dims", "add"]
@@ -412,7 +412,7 @@ def test_resnet18_conv_groups_take_bias_scale_shift_relu_and_residual() -> None:
 @given(dataflow_programs(max_ops=8, max_elements=512), st.data())
 def test_fusion_keeps_results_and_limits_complex_ops(mod: IRModule, data: st.DataObject) -> None:
     for level, depth in ((3, 256), (3, 2), (0, 256)):
-        fused = fuse_ops(mod, opt_level=level, max_depth=depth)
+        fused = fuse_ops_pass.with_options(fuse_opt_level=level, max_depth=depth)(mod)
         check_module(fused)
         for g in groups(fused["main"]):
             assert op_count_above_broadcast(g) <= 1, g
@@ -434,7 +434,7 @@ def _assert_values_close(got: object, want: object) -> None:
 
 @given(functional_programs(max_size=25), st.data())
 def test_fusion_keeps_results_of_functional_programs(mod: IRModule, data: st.DataObject) -> None:
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     check_module(fused)
     for fn in fused.functions.values():
         for g in groups(fn):
@@ -450,7 +450,7 @@ def test_fusion_inside_if_branches_and_closures() -> None:
              if (%c) { %0(negative(%x) + %x) } else { sqrt(abs(%x)) }
            }"""
     )
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     check_module(fused)
     assert sorted(groups(fused["main"])) == [
         ["abs", "sqrt"],
@@ -470,6 +470,6 @@ def test_fusion_inside_if_branches_and_closures() -> None:
 def test_recursive_example_models_keep_results(name: str) -> None:
     # Lets, matches and recursion stay; fusion happens inside each let-bound value.
     mod = relay.parse((EXAMPLES / f"{name}.relay").read_text())
-    fused = fuse_ops(mod)
+    fused = fuse_ops_pass(mod)
     assert sum(len(groups(fn)) for fn in fused.functions.values()) > 0
     assert_same_results(mod, fused)

@@ -4,7 +4,7 @@ import relay
 from relay.lang import Call, Function, GlobalVar, IRModule, post_order
 from relay.lang.freevars import bound_vars
 from relay.lang.structural import assert_structural_equal
-from relay.passes import PassContext, inline, parse_pipeline
+from relay.passes import PassContext, inline_pass, parse_pipeline
 from relay.testing import check_pass, dataflow_programs, functional_programs
 
 HEADER = '#[version = "0.0.5"]\n'
@@ -20,7 +20,7 @@ def @double(%x: float32, Inline=1) -> float32 { add(%x, %x) }
 def @main(%y: float32) -> float32 { @double(exp(%y)) }
 """)
     after = parse("def @main(%y: float32) -> float32 { %0 = exp(%y); add(%0, %0) }")
-    assert_structural_equal(inline(before), after)
+    assert_structural_equal(inline_pass(before), after)
 
 
 def test_inline_is_iterative_and_renames_binders():
@@ -37,7 +37,7 @@ def @main(%y: float32) -> float32 {
   add(%1, %2)
 }
 """)
-    out = inline(before)
+    out = inline_pass(before)
     assert_structural_equal(out, after)
     binders = bound_vars(out["main"])
     assert len(binders) == len(set(binders))
@@ -51,7 +51,7 @@ def @main(%y: float32) { @twice(ref(%y)) }
     after = parse("""
 def @main(%y: float32) { let %r = ref(%y); (%r, %r) }
 """)
-    assert_structural_equal(inline(before), after)
+    assert_structural_equal(inline_pass(before), after)
 
 
 def test_inline_leaves_recursive_polymorphic_and_unmarked_globals():
@@ -62,7 +62,7 @@ def @plain(%x: int32) -> int32 { add(%x, 1) }
 def @main(%n: int32) -> int32 { @id(@plain(@loop(%n))) }
 """
     mod = parse(text)
-    assert inline(mod) is mod
+    assert inline_pass(mod) is mod
 
 
 def test_inline_keeps_a_global_that_is_still_referred_to():
@@ -70,7 +70,7 @@ def test_inline_keeps_a_global_that_is_still_referred_to():
 def @inc(%x: int32, Inline=1) -> int32 { add(%x, 1) }
 def @main(%n: int32) -> (int32, fn (int32) -> int32) { (@inc(%n), @inc) }
 """)
-    out = inline(before)
+    out = inline_pass(before)
     assert "inc" in [gv.name_hint for gv in out.functions]
     calls = [n for n in post_order(out["main"]) if isinstance(n, Call)]
     assert all(not isinstance(c.op, GlobalVar) for c in calls)
@@ -106,7 +106,7 @@ def _mark_all_inline(mod):
 
 def test_inlining_an_outlined_main_gives_it_back():
     def check(mod):
-        out = inline(_outline_main(mod))
+        out = inline_pass(_outline_main(mod))
         assert_structural_equal(out, mod)
         return out
 
@@ -115,7 +115,7 @@ def test_inlining_an_outlined_main_gives_it_back():
 
 def test_inline_keeps_values_on_functional_programs():
     def transform(mod):
-        return inline(_mark_all_inline(_outline_main(mod)))
+        return inline_pass(_mark_all_inline(_outline_main(mod)))
 
     check_pass(transform, functional_programs(), max_examples=40)
 
@@ -126,5 +126,5 @@ def test_inline_handles_a_deep_body():
     for _ in range(10_000):
         body = Call(relay.lang.get_op("negative"), (body,))
     mod = IRModule.from_expr(Function((x,), body))
-    out = inline(_outline_main(mod))
+    out = inline_pass(_outline_main(mod))
     assert_structural_equal(out, mod)

@@ -1,10 +1,11 @@
 """`lambda-lift`: closures become globals; captured variables become leading parameters."""
 
+import numpy as np
 import relay
 from relay.backend.runtime import interpret
 from relay.lang import Call, Function, GlobalVar, IRModule, Let, TensorType, Var, get_op, post_order
 from relay.lang.structural import assert_structural_equal
-from relay.passes import PassContext, lambda_lift, parse_pipeline
+from relay.passes import PassContext, lambda_lift_pass, parse_pipeline, well_formed_problems
 from relay.testing import check_pass, functional_programs
 from relay.typecheck import check_module
 
@@ -36,7 +37,7 @@ def @main(%x: float32) -> float32 {
 def @main_lifted0(%x1: float32, %y: float32) -> float32 { add(%x1, %y) }
 def @main(%x: float32) -> float32 { @main_lifted0(%x, %x) }
 """)
-    assert_structural_equal(lambda_lift(before), after)
+    assert_structural_equal(lambda_lift_pass(before), after)
 
 
 def test_a_recursive_closure_calls_its_global_and_an_escaping_one_becomes_a_global_value():
@@ -59,7 +60,7 @@ def @main(%n: int32, %k: int32) -> (int32, fn (int32) -> int32) {
   (@main_lifted0(%k, %n), %g)
 }
 """)
-    out = lambda_lift(before)
+    out = lambda_lift_pass(before)
     assert_structural_equal(out, after)
     assert interpret(out, n=1, k=5)[0] == 5
 
@@ -76,7 +77,7 @@ def @main(%x: float32) -> fn (float32) -> float32 {
   fn (%y1: float32) -> float32 { @main_lifted0(%x, %y1) }
 }
 """)
-    assert_structural_equal(lambda_lift(before), after)
+    assert_structural_equal(lambda_lift_pass(before), after)
 
 
 def test_nested_closures_are_lifted_innermost_first_and_keep_their_values():
@@ -90,7 +91,7 @@ def @main(%x: float32, %y: float32) -> float32 {
 }
 """
     before = parse(text)
-    out = lambda_lift(before)
+    out = lambda_lift_pass(before)
     check_module(out)
     assert closures(out) == []
     assert len(out.functions) == 3
@@ -110,7 +111,7 @@ def @main(%k: int32) -> int32 {
 }
 """
     before = parse(text)
-    out = lambda_lift(before)
+    out = lambda_lift_pass(before)
     check_module(out)
     assert interpret(out, k=4) == interpret(before, k=4) == 4
 
@@ -128,7 +129,7 @@ def @main(%x: float32) -> float32 {
 
 
 def _only_wrappers_left(mod):
-    out = lambda_lift(mod)
+    out = lambda_lift_pass(mod)
     for node in closures(out):
         assert isinstance(node.body, Call) and isinstance(node.body.op, GlobalVar)
     return out
@@ -150,6 +151,27 @@ def test_lambda_lift_handles_a_deep_let_chain():
         prev = x if i == 0 else vars_[i - 1]
         body = Let(vars_[i], Call(f, (prev,)), body)
     mod = IRModule.from_expr(Function((x,), Let(f, closure, body)))
-    out = lambda_lift(mod)
+    out = lambda_lift_pass(mod)
     assert closures(out) == []
     assert len(out.functions) == 2
+
+
+def test_a_closure_calling_a_lifted_closure_captures_what_that_one_captures():
+    """Found by the fuzz campaign: `%g` calls `%f`, which captures `%r`; once `%f` is
+    lifted, its calls pass `%r`, so `%g`'s global must receive `%r` too."""
+    mod = parse(
+        """
+def @main(%x: Tensor[(2), float32]) {
+  let %r = add(%x, %x);
+  let %f = fn (%p: Tensor[(2), float32]) { multiply(%r, %p) };
+  let %g = fn (%q: Tensor[(2), float32]) { %f(%q) };
+  let %h = %f;
+  (%g(%x), %h(%x))
+}"""
+    )
+    lifted = lambda_lift_pass(mod)
+    assert not well_formed_problems(lifted)
+    check_module(lifted)
+    x = np.array([1.0, -2.0], np.float32)
+    for got, want in zip(interpret(lifted, x=x), interpret(mod, x=x)):
+        np.testing.assert_array_equal(got, want)

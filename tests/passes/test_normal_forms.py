@@ -5,7 +5,13 @@ from relay.lang import Call, Let, Var, get_op
 from relay.lang.expr import Function
 from relay.lang.module import IRModule
 from relay.lang.structural import assert_structural_equal
-from relay.passes import PassContext, normal_form_problem, parse_pipeline, to_anf, to_graph
+from relay.passes import (
+    PassContext,
+    normal_form_problem,
+    parse_pipeline,
+    to_anf_pass,
+    to_graph_normal_form_pass,
+)
 from relay.testing import check_pass, dataflow_programs, functional_programs
 from relay.typecheck import check_module
 
@@ -22,7 +28,7 @@ def assert_converts(convert, before, after):
 
 def test_anf_binds_in_evaluation_order_and_hoists_shared_nodes_to_the_dominating_scope():
     assert_converts(
-        to_anf,
+        to_anf_pass,
         """
 def @main(%x: Tensor[(2), float32], %c: bool) {
   %0 = add(%x, %x);
@@ -41,7 +47,7 @@ def @main(%x: Tensor[(2), float32], %c: bool) {
 
 def test_anf_binds_a_node_shared_by_both_branches_before_the_if():
     assert_converts(
-        to_anf,
+        to_anf_pass,
         """
 def @main(%x: Tensor[(2), float32], %c: bool) {
   %0 = exp(%x);
@@ -60,7 +66,7 @@ def @main(%x: Tensor[(2), float32], %c: bool) {
 
 def test_anf_keeps_a_node_used_only_in_one_branch_inside_it():
     assert_converts(
-        to_anf,
+        to_anf_pass,
         """
 def @main(%x: Tensor[(2), float32], %c: bool) {
   if (%c) { %0 = exp(%x); add(%0, %0) } else { %x }
@@ -77,7 +83,7 @@ def @main(%x: Tensor[(2), float32], %c: bool) {
 
 def test_anf_reuses_let_variables_and_converts_function_bodies():
     assert_converts(
-        to_anf,
+        to_anf_pass,
         """
 def @main(%x: Tensor[(2), float32]) {
   let %f = fn (%y: Tensor[(2), float32]) { add(exp(%y), %x) };
@@ -106,7 +112,7 @@ def @main(%n: int32) -> int32 {
   %loop(%n)
 }
 """
-    out = to_anf(parse(text))
+    out = to_anf_pass(parse(text))
     assert normal_form_problem(out, "anf") is None
     check_module(out)
     body = out["main"].body
@@ -116,7 +122,7 @@ def @main(%n: int32) -> int32 {
 
 def test_graph_form_inlines_pure_lets_and_keeps_effects():
     assert_converts(
-        to_graph,
+        to_graph_normal_form_pass,
         """
 def @main(%x: Tensor[(2), float32]) {
   let %a = add(%x, %x);
@@ -154,7 +160,7 @@ def @main(%n: int32) -> int32 {
   multiply(%v, 2)
 }
 """
-    assert_converts(to_graph, text, expected)
+    assert_converts(to_graph_normal_form_pass, text, expected)
 
 
 def test_anf_then_graph_gives_back_a_dataflow_program():
@@ -168,10 +174,10 @@ def @main(%x: Tensor[(2), float32], %y: Tensor[(2), float32]) {
 }
 """
     mod = parse(text)
-    anf = to_anf(mod)
+    anf = to_anf_pass(mod)
     assert normal_form_problem(anf, "anf") is None
     assert normal_form_problem(mod, "anf") is not None
-    assert_structural_equal(to_graph(anf), mod)
+    assert_structural_equal(to_graph_normal_form_pass(anf), mod)
 
 
 def test_passes_are_registered_with_their_normal_forms():
@@ -184,14 +190,14 @@ def test_passes_are_registered_with_their_normal_forms():
 
 
 def _to_anf_checked(mod):
-    out = to_anf(mod)
+    out = to_anf_pass(mod)
     problem = normal_form_problem(out, "anf")
     assert problem is None, problem
     return out
 
 
 def _round_trip_checked(mod):
-    out = to_graph(_to_anf_checked(mod))
+    out = to_graph_normal_form_pass(_to_anf_checked(mod))
     problem = normal_form_problem(out, "graph")
     assert problem is None, problem
     assert_structural_equal(out, mod)
@@ -211,8 +217,10 @@ def test_anf_then_graph_is_the_identity_on_dataflow_programs():
 
 
 def test_graph_keeps_values_on_functional_programs():
-    check_pass(lambda m: to_graph(to_anf(m)), functional_programs(), max_examples=30)
-    check_pass(to_graph, functional_programs(), max_examples=30, idempotent=True)
+    check_pass(
+        lambda m: to_graph_normal_form_pass(to_anf_pass(m)), functional_programs(), max_examples=30
+    )
+    check_pass(to_graph_normal_form_pass, functional_programs(), max_examples=30, idempotent=True)
 
 
 def _chain(length):
@@ -228,22 +236,22 @@ def _chain(length):
 
 def test_a_deep_chain_goes_through_to_anf():
     mod = _chain(100_000)
-    anf = to_anf(mod)
+    anf = to_anf_pass(mod)
     assert normal_form_problem(anf, "anf") is None
     assert isinstance(anf["main"].body, Let)
 
 
 def test_a_deep_chain_goes_through_to_graph():
-    graph = to_graph(_chain(100_000))
+    graph = to_graph_normal_form_pass(_chain(100_000))
     assert normal_form_problem(graph, "graph") is None
     assert isinstance(graph["main"].body, Call)
 
 
 def test_anf_and_graph_keep_values_of_fused_programs():
-    from relay.passes import fuse_ops
+    from relay.passes import fuse_ops_pass
 
     def transform(mod):
-        anf = _to_anf_checked(fuse_ops(mod))
-        return to_graph(anf)
+        anf = _to_anf_checked(fuse_ops_pass(mod))
+        return to_graph_normal_form_pass(anf)
 
     check_pass(transform, dataflow_programs(), max_examples=15)

@@ -44,8 +44,8 @@ from relay.passes import (
     check_well_formed,
     function_pass,
     get_pass,
-    identity,
-    infer_type,
+    identity_pass,
+    infer_type_pass,
     module_pass,
     normal_form_problem,
     parse_pipeline,
@@ -191,8 +191,8 @@ def test_names_must_be_kebab_case_and_normal_forms_known():
 
 
 def test_registry_lookup_and_duplicates():
-    assert PASSES["infer-type"] is infer_type
-    assert get_pass("identity") is identity
+    assert PASSES["infer-type"] is infer_type_pass
+    assert get_pass("identity") is identity_pass
     with pytest.raises(PassError, match="unknown pass 'fold-constnt'"):
         get_pass("fold-constnt")
     with pytest.raises(PassError, match="did you mean identity"):
@@ -200,7 +200,7 @@ def test_registry_lookup_and_duplicates():
     with pytest.raises(PassError, match="already registered"):
         module_pass(name="identity")(lambda m, c, o: m)
     # registering the same pass again is harmless
-    assert register_pass(identity) is identity
+    assert register_pass(identity_pass) is identity_pass
 
 
 def test_unregistered_pass_is_not_in_registry():
@@ -256,7 +256,7 @@ def test_pass_returning_wrong_kind_is_an_error_naming_it():
     ],
 )
 def test_tvm_enabling_rule(opt_level, required, disabled, runs):
-    ctx = PassContext(opt_level=opt_level, required=required, disabled=disabled)
+    ctx = PassContext(opt_level=opt_level, required_pass=required, disabled_pass=disabled)
     assert ctx.pass_enabled(get_pass("test-infra-demo")) is runs
     seq = Sequential([get_pass("test-infra-demo")])
     SEEN_OPTIONS.clear()
@@ -266,11 +266,11 @@ def test_tvm_enabling_rule(opt_level, required, disabled, runs):
 
 def test_context_defaults_and_unknown_names():
     ctx = PassContext()
-    assert (ctx.opt_level, ctx.required, ctx.disabled, ctx.debug) == (2, (), (), False)
+    assert (ctx.opt_level, ctx.required_pass, ctx.disabled_pass, ctx.debug) == (2, (), (), False)
     with pytest.raises(PassError, match="unknown pass 'nope'"):
-        PassContext(disabled=["nope"])
+        PassContext(disabled_pass=["nope"])
     with pytest.raises(PassError, match="unknown pass 'nope'"):
-        PassContext(options={"nope": {"a": 1}})
+        PassContext(config={"nope": {"a": 1}})
 
 
 def test_context_manager_sets_current():
@@ -303,9 +303,9 @@ def test_sequential_runs_required_passes_first():
 
 
 def test_sequential_flattens_and_prints():
-    inner = Sequential([identity, infer_type])
+    inner = Sequential([identity_pass, infer_type_pass])
     seq = Sequential([inner, log_a])
-    assert seq.passes == (identity, infer_type, log_a)
+    assert seq.passes == (identity_pass, infer_type_pass, log_a)
     assert str(seq) == "identity,infer-type,test-infra-log-a"
     with pytest.raises(PassError, match="not int"):
         Sequential([3])  # type: ignore[list-item]
@@ -333,7 +333,7 @@ class Recorder(PassInstrument):
 
 def test_describe_lists_runs_and_skips_with_reasons():
     seq = parse_pipeline("identity,test-infra-demo,test-infra-log-b,infer-type")
-    ctx = PassContext(opt_level=2, disabled=["identity"])
+    ctx = PassContext(opt_level=2, disabled_pass=["identity"])
     text = seq.describe(ctx)
     lines = text.splitlines()
     assert lines[0] == "pipeline at opt_level=2:"
@@ -356,7 +356,7 @@ def test_describe_lists_runs_and_skips_with_reasons():
 
 def test_skipped_passes_are_reported_to_instruments():
     rec = Recorder()
-    ctx = PassContext(opt_level=2, disabled=["identity"], instruments=[rec])
+    ctx = PassContext(opt_level=2, disabled_pass=["identity"], instruments=[rec])
     parse_pipeline("identity,test-infra-log-b,infer-type")(module(), ctx)
     assert rec.events == [
         ("enter",),
@@ -444,13 +444,13 @@ def test_with_options_and_context_options():
     with pytest.raises(PassError, match="expects str"):
         p.with_options(mode=3)
     SEEN_OPTIONS.clear()
-    ctx = PassContext(options={"test-infra-demo": {"max-depth": 9, "fast": True}})
+    ctx = PassContext(config={"test-infra-demo": {"max-depth": 9, "fast": True}})
     Sequential([p.with_options(scale=4.0)])(module(), ctx)
     assert [DemoOptions(max_depth=9, scale=4.0, fast=True)] == SEEN_OPTIONS
     with pytest.raises(PassError, match="has no option 'speed'"):
-        PassContext(options={"test-infra-demo": {"speed": 1}})
+        PassContext(config={"test-infra-demo": {"speed": 1}})
     with pytest.raises(PassError, match="expects int"):
-        PassContext(options={"test-infra-demo": {"max_depth": 1.5}})
+        PassContext(config={"test-infra-demo": {"max_depth": 1.5}})
 
 
 # ------------------------------------------------------------------------ instruments
@@ -458,7 +458,7 @@ def test_with_options_and_context_options():
 
 def test_timing_instrument_reports_every_pass():
     timing = TimingInstrument()
-    ctx = PassContext(opt_level=2, instruments=[timing], disabled=["identity"])
+    ctx = PassContext(opt_level=2, instruments=[timing], disabled_pass=["identity"])
     parse_pipeline("identity,infer-type,test-infra-demo{max-depth=4}")(module(), ctx)
     assert [name for name, _ in timing.times] == ["infer-type", "test-infra-demo{max-depth=4}"]
     assert all(t >= 0 for _, t in timing.times)
@@ -533,7 +533,7 @@ BROKEN = {
 def test_debug_mode_names_the_pass_that_broke_the_program(name):
     fn, produces, message = BROKEN[name]
     broken = module_pass(name=name, produces=produces, register=False)(fn)
-    seq = Sequential([identity, infer_type, broken, identity])
+    seq = Sequential([identity_pass, infer_type_pass, broken, identity_pass])
     # without debug the broken pass goes through unnoticed
     seq(module(), PassContext())
     with pytest.raises(PassError, match=message) as info:
@@ -685,7 +685,7 @@ def test_bisect_tolerates_float_rounding_and_reports_none():
 
 
 def test_bisect_skips_disabled_passes():
-    ctx = PassContext(disabled=["test-infra-wrong-math"])
+    ctx = PassContext(disabled_pass=["test-infra-wrong-math"])
     assert bisect(module(), "test-infra-wrong-math,identity", inputs(), ctx) is None
 
 
@@ -693,7 +693,7 @@ def test_bisect_reports_a_pass_whose_result_fails_to_run():
     drop = module_pass(name="test-infra-drop-main", register=False)(
         lambda m, c, o: m.without_function("main")
     )
-    result = bisect(module(), Sequential([identity, drop]), inputs())
+    result = bisect(module(), Sequential([identity_pass, drop]), inputs())
     assert result is not None and result.pass_ is drop and result.error is not None
 
 
@@ -711,12 +711,12 @@ def test_values_close():
 
 def test_infer_type_pass_checks_and_returns_module_unchanged():
     mod = module()
-    assert infer_type(mod, PassContext()) is mod
+    assert infer_type_pass(mod, PassContext()) is mod
     bad = _ill_typed_pass(mod, None, None)
     with pytest.raises(TypeCheckError):
-        infer_type(bad, PassContext())
-    assert identity(mod) is mod
-    assert infer_type.options == NoOptions() and infer_type.opt_level == 0
+        infer_type_pass(bad, PassContext())
+    assert identity_pass(mod) is mod
+    assert infer_type_pass.options == NoOptions() and infer_type_pass.opt_level == 0
 
 
 # ------------------------------------------------------------------ standard pipelines

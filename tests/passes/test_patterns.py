@@ -444,3 +444,35 @@ def test_partition_deep_let_chain():
         count += 1
         node = node.body
     assert count == n
+
+
+# ------------------------------------------------------------------ reprs
+
+
+def test_patterns_print_as_pattern_text():
+    conv = is_op("nn.conv2d")(wildcard().named("x"), is_constant().named("w"))
+    relu = conv.optional(lambda p: is_op("nn.relu")(p))
+    assert repr(conv) == 'is_op("nn.conv2d")(wildcard().named("x"), is_constant().named("w"))'
+    assert str(relu) == f'is_op("nn.relu")({conv!r}) | {conv!r}'
+    assert repr(relu.named("r")) == f'({relu!r}).named("r")'
+    assert repr(is_tuple_get_item(is_tuple([is_var("a"), wildcard()]), 0)) == (
+        'is_tuple_get_item(is_tuple([is_var("a"), wildcard()]), 0)'
+    )
+    typed = wildcard().has_type(TensorType((2, 3), F32)).has_dtype(F32).has_shape((2, 3))
+    assert repr(typed) == (
+        'wildcard().has_type("Tensor[(2, 3), float32]").has_dtype("float32").has_shape((2, 3))'
+    )
+    assert repr(dominates(wildcard(), is_op("exp")(wildcard()), wildcard())) == (
+        'dominates(wildcard(), is_op("exp")(wildcard()), wildcard())'
+    )
+    assert repr(is_expr(tvar("k"))) == 'is_expr("%k: Tensor[(2, 3), float32]")'
+
+
+def test_match_repr_is_short():
+    x = tvar("x")
+    e = call("nn.relu", call("exp", x))
+    found = match(is_op("nn.relu")(wildcard().named("y")), e)
+    assert (
+        repr(found)
+        == "Match(nn.relu(exp(...)), captures {y=exp(%x)}, inputs [exp(%x)], 1 region nodes)"
+    )

@@ -31,7 +31,7 @@ from relay.passes import (
     PassContext,
     TimingInstrument,
     parse_pipeline,
-    simplify_expr,
+    simplify_expr_pass,
     standard_pipeline,
     values_close,
 )
@@ -164,7 +164,7 @@ def test_simplify_expr_rewrites_a_graph_chain_in_one_sweep(monkeypatch):
 
     monkeypatch.setattr(module, "infer_expr", counting)
     x, body = _multiply_by_one_chain(3_000)
-    out = simplify_expr(IRModule.from_expr(Function([x], body)))
+    out = simplify_expr_pass(IRModule.from_expr(Function([x], body)))
     assert len(inferred) == 1
     ops = [n.op.name for n in post_order(out["main"]) if isinstance(n, Call)]
     assert ops == ["nn.relu"] * 3_000

@@ -2,7 +2,7 @@
 
 import relay
 from relay.lang.structural import assert_structural_equal
-from relay.passes import PassContext, get_pass, parse_pipeline, remove_unused_functions
+from relay.passes import PassContext, get_pass, parse_pipeline, remove_unused_functions_pass
 from relay.testing import check_pass
 
 HEADER = '#[version = "0.0.5"]\n'
@@ -45,8 +45,11 @@ def test_unreachable_globals_are_dropped():
 
 def test_entry_option_and_missing_entry():
     mod = relay.parse(HEADER + BEFORE)
-    assert names(remove_unused_functions(mod, "unused")) == ["also_unused", "unused"]
-    assert remove_unused_functions(mod, "nothing") is mod
+    assert names(remove_unused_functions_pass.with_options(entry="unused")(mod)) == [
+        "also_unused",
+        "unused",
+    ]
+    assert remove_unused_functions_pass.with_options(entry="nothing")(mod) is mod
     p = get_pass("remove-unused-functions")
     assert p.opt_level == 1
     out = p.with_options(entry="helper")(mod, PassContext(opt_level=3))
@@ -55,7 +58,7 @@ def test_entry_option_and_missing_entry():
 
 def test_nothing_to_drop_returns_same_module():
     mod = relay.parse(HEADER + "def @main(%x: float32) { %x }")
-    assert remove_unused_functions(mod) is mod
+    assert remove_unused_functions_pass(mod) is mod
 
 
 def test_property():

@@ -1,5 +1,7 @@
 """The rewrite driver (`pattern.apply_rules`) and rules as data (`pattern.rules`)."""
 
+import sys
+
 import numpy as np
 import pytest
 from relay.lang import (
@@ -260,3 +262,79 @@ def test_without_retyping_only_the_input_has_types():
     seen.clear()
     apply_rules(rules, fn, fixpoint=False)
     assert seen[0][0] is not None
+
+
+# ------------------------------------------------------------------ signatures, types, reprs
+
+
+def test_rule_checks_callback_parameters_against_captures():
+    from relay.passes.pattern import RuleSignatureError, rule
+
+    pattern = is_op("add")(wildcard().named("x"), is_constant().named("c"))
+    with pytest.raises(RuleSignatureError, match="the pattern captures no 'y'"):
+        Rule(pattern, lambda x, c, y: None)
+    with pytest.raises(RuleSignatureError, match="no parameter for the capture 'c'"):
+
+        @rule(pattern)
+        def misspelt(x, const):
+            return None
+
+    with pytest.raises(RuleSignatureError, match="captured by some alternatives only"):
+        Rule(pattern | is_op("add")(wildcard().named("x"), wildcard()), lambda x, c: None)
+    with pytest.raises(RuleSignatureError, match="may not be named 'ctx'"):
+        Rule(wildcard().named("ctx"), lambda ctx: None)
+    # what is accepted: defaults for optional captures, **kwargs, ctx and types
+    Rule(pattern | is_op("add")(wildcard().named("x"), wildcard()), lambda x, c=None: None)
+    Rule(pattern, lambda **captures: None)
+    both = Rule(pattern, lambda x, c, ctx, types: None)
+    assert both.wants_ctx and both.wants_types
+    assert isinstance(RuleSignatureError("m"), TypeError)
+
+
+def test_types_argument_gives_capture_types_lazily(monkeypatch):
+    x = tvar("x")
+    e = call("add", call("negative", x), const(np.float32(1.0)))
+    seen = {}
+
+    def fold(a, c, types):
+        seen["types"] = dict((name, types[name]) for name in types)
+        return a
+
+    out = apply_rules(Rule(is_op("add")(wildcard().named("a"), is_constant().named("c")), fold), e)
+    assert isinstance(out, Call) and out.op.name == "negative"
+    assert seen["types"] == {"a": TensorType((2, 3), F32), "c": TensorType((), F32)}
+
+    # types are inferred only when the callback reads one
+    rewrite_module = sys.modules["relay.passes.pattern.rewrite"]
+    real = rewrite_module.infer_expr
+    inferred = []
+
+    def counting(*args, **kwargs):
+        inferred.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rewrite_module, "infer_expr", counting)
+    ignores = Rule(is_op("add")(wildcard().named("a"), is_constant()), lambda a, types: a)
+    apply_rules(ignores, e)
+    assert inferred == []
+    reads = Rule(
+        is_op("add")(wildcard().named("a"), is_constant()), lambda a, types: types["a"] and a
+    )
+    apply_rules(reads, e)
+    assert inferred == [1]
+
+
+def test_rewrite_record_and_rule_reprs():
+    x = tvar("x")
+    e = call("negative", call("negative", x))
+    r = Rule(is_op("negative")(is_op("negative")(wildcard().named("a"))), lambda a: a, "double_neg")
+    trace = []
+    apply_rules(r, e, trace=trace)
+    assert (
+        repr(trace[0])
+        == "RewriteRecord('double_neg', sweep 0: negative(negative(...)) -> %x: Tensor[(2, 3), float32])"
+    )
+    assert (
+        repr(r)
+        == 'Rule(\'double_neg\', is_op("negative")(is_op("negative")(wildcard().named("a"))))'
+    )

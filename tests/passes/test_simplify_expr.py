@@ -10,7 +10,7 @@ from relay.lang import Call, Function, GlobalVar, IRModule, Var, post_order
 from relay.lang.op import get_op
 from relay.lang.structural import assert_structural_equal, structural_equal
 from relay.lang.types import TensorType
-from relay.passes import PassContext, parse_pipeline, simplify_expr
+from relay.passes import PassContext, parse_pipeline, simplify_expr_pass
 from relay.passes.simplify_expr import widens_losslessly
 from relay.testing import dataflow_programs, inputs_for
 from relay.typecheck import check_module
@@ -19,7 +19,7 @@ HEADER = '#[version = "0.0.5"]\n'
 
 
 def simplified(text):
-    return simplify_expr(relay.parse(HEADER + text))
+    return simplify_expr_pass(relay.parse(HEADER + text))
 
 
 def expect(before, after):
@@ -47,7 +47,7 @@ def test_identity_constant_that_broadcasts_the_result_is_kept():
     x = Var("x", TensorType((3,), "float32"))
     ones = relay.lang.const(np.ones((2, 3), "float32"))
     mod = IRModule({GlobalVar("main"): Function((x,), Call(get_op("multiply"), (x, ones)))})
-    assert_structural_equal(simplify_expr(mod)["main"], mod["main"])
+    assert_structural_equal(simplify_expr_pass(mod)["main"], mod["main"])
 
 
 def test_non_identity_constant_is_kept():
@@ -149,7 +149,7 @@ OPS += ["expand_dims", "cast", "negative", "ones_like", "zeros_like"]
 
 @given(dataflow_programs(ops=OPS, max_ops=8), st.data())
 def test_keeps_types_and_results(mod, data):
-    out = simplify_expr(mod)
+    out = simplify_expr_pass(mod)
     before, after = check_module(mod), check_module(out)
     assert structural_equal(before.global_types["main"], after.global_types["main"])
     inputs = data.draw(inputs_for(mod))
@@ -167,5 +167,5 @@ def test_deep_chain():
         bindings.append((v, Call(multiply, (body, one))))
         body = v
     fn = Function((x,), relay.lang.let_chain(bindings, body))
-    out = simplify_expr(IRModule({GlobalVar("main"): fn}))
+    out = simplify_expr_pass(IRModule({GlobalVar("main"): fn}))
     assert not any(isinstance(n, Call) for n in post_order(out["main"]))

@@ -9,7 +9,7 @@ from relay.lang import Call, Function, GlobalVar, IRModule, TupleGetItem, Var, p
 from relay.lang.op import get_op
 from relay.lang.structural import assert_structural_equal, structural_equal
 from relay.lang.types import TensorType
-from relay.passes import PassContext, parse_pipeline, simplify_inference
+from relay.passes import PassContext, parse_pipeline, simplify_inference_pass
 from relay.testing import dataflow_programs, inputs_for
 from relay.typecheck import check_module
 
@@ -21,7 +21,7 @@ PARAMS = (
 
 
 def expect(before, after):
-    out = simplify_inference(relay.parse(HEADER + before))
+    out = simplify_inference_pass(relay.parse(HEADER + before))
     assert_structural_equal(out["main"], relay.parse(HEADER + after)["main"])
 
 
@@ -103,6 +103,29 @@ def test_l2_normalize_expands():
     )
 
 
+def test_l2_normalize_expansion_values_match_the_interpreter_and_native_code():
+    """Rows whose sum of squares is below eps, above it, and NaN: `maximum(sum, eps)` and
+    `nn.l2_normalize` both floor with `sum > eps ? sum : eps` (a NaN sum gives eps), so the
+    expansion, the interpreter and the compiled operator agree element for element."""
+    mod = relay.parse(
+        HEADER
+        + """def @main(%x: Tensor[(3, 1, 2), float32]) {
+          nn.l2_normalize(%x, eps=0.001f, axis=[1, 2])
+        }"""
+    )
+    nan_free = np.array([[[0.01, -0.02]], [[3.0, 4.0]], [[-0.001, 0.0]]], "float32")
+    with_nan = np.array([[[1.25, np.nan]], [[3.0, 4.0]], [[0.02, 0.01]]], "float32")
+    out = simplify_inference_pass(mod)
+    for x in (nan_free, with_nan):
+        want = interpret(mod, x=x)
+        sums = np.sum(x.astype("float64") ** 2, axis=(1, 2), keepdims=True)
+        floor = np.where(sums > np.float32(0.001), sums, np.float32(0.001))
+        np.testing.assert_allclose(want, x / np.sqrt(floor), rtol=1e-6)
+        np.testing.assert_allclose(interpret(out, x=x), want, rtol=1e-5)
+        np.testing.assert_allclose(relay.build(mod).run(x=x), want, rtol=1e-5)
+    assert np.isnan(interpret(out, x=with_nan)).sum() == 1  # 1.25 / sqrt(eps) stays a number
+
+
 def test_dropout_is_removed():
     expect(
         """def @main(%x: Tensor[(2, 3), float32]) {
@@ -126,7 +149,7 @@ def test_batch_norm_values_match_the_interpreter():
     inputs = {k: rng.standard_normal(s).astype("float32") for k, s in [("x", (1, 2, 3, 3))]}
     inputs.update({k: rng.standard_normal(2).astype("float32") for k in "gbm"})
     inputs["v"] = rng.random(2).astype("float32")
-    out = simplify_inference(mod)
+    out = simplify_inference_pass(mod)
     assert any(isinstance(n, TupleGetItem) and n.index == 1 for n in post_order(out["main"]))
     assert_same(interpret(out, **inputs), interpret(mod, **inputs))
 
@@ -162,7 +185,7 @@ OPS += ["add", "nn.relu", "abs"]
     st.data(),
 )
 def test_keeps_types_and_results(mod, data):
-    out = simplify_inference(mod)
+    out = simplify_inference_pass(mod)
     before, after = check_module(mod), check_module(out)
     assert structural_equal(before.global_types["main"], after.global_types["main"])
     inputs = data.draw(inputs_for(mod))
@@ -186,7 +209,7 @@ def test_deep_chain():
         bindings += [(d, Call(dropout, (body,), dropout.make_attrs())), (v, TupleGetItem(d, 0))]
         body = v
     fn = Function((x,), relay.lang.let_chain(bindings, body))
-    out = simplify_inference(IRModule({GlobalVar("main"): fn}))
+    out = simplify_inference_pass(IRModule({GlobalVar("main"): fn}))
     assert sum(isinstance(n, TupleGetItem) for n in post_order(out["main"])) == 0
 
 
@@ -199,7 +222,7 @@ def test_let_bound_batch_norm_expands_and_keeps_values():
           nn.relu(%y)
         }}"""
     )
-    out = simplify_inference(mod)
+    out = simplify_inference_pass(mod)
     projections = [n for n in post_order(out["main"]) if isinstance(n, TupleGetItem)]
     assert projections == []
     rng = np.random.default_rng(2)

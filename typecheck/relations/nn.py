@@ -31,8 +31,8 @@ from .shapes import (
     mul,
     normalize_axis,
     one_of,
-    opt_int_attr,
     opt_ints_attr,
+    opt_size_attr,
     pick,
     product,
     require_rank,
@@ -65,7 +65,7 @@ def _matmul(
         raise RelationError(f"{names[0]} `{type_text(a)}` has too few dimensions")
     k = a.shape[-2] if transpose_a else a.shape[-1]
     lead = (*a.shape[:-2], a.shape[-1]) if transpose_a else a.shape[:-1]
-    units = opt_int_attr(attrs, "units")
+    units = opt_size_attr(attrs, "units")
     b = None if isinstance(args[1], IncompleteType) else tensor_arg(args[1], names[1])
     n: Dim | None = units
     if b is not None:

@@ -26,6 +26,7 @@ from .layouts import Layout, convert_shape
 from .shapes import (
     add,
     bool_attr,
+    check_parts,
     dtype_attr,
     expect,
     floordiv,
@@ -246,6 +247,7 @@ def expand_dims_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext)
     count = int_attr(attrs, "num_newaxis")
     if count < 0:
         raise RelationError(f"num_newaxis must be at least 0, not {count}")
+    check_parts(data.ndim + count, f"num_newaxis={count} would give {data.ndim + count} dimensions")
     at = normalize_axis(int_attr(attrs, "axis"), data.ndim, extra=1)
     return TensorType(data.shape[:at] + (1,) * count + data.shape[at:], data.dtype)
 
@@ -350,6 +352,7 @@ def split_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Ty
     if isinstance(spec, int) and not isinstance(spec, bool):
         if spec < 1:
             raise RelationError(f"indices_or_sections={spec}: the number of sections must be >= 1")
+        check_parts(spec, f"indices_or_sections={spec} would give {spec} sections")
         if type(dim) is int and dim % spec:
             raise RelationError(
                 f"cannot split axis {axis} of size {dim} into {spec} equal sections"

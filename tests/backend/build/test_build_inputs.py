@@ -38,10 +38,10 @@ except relay.Error as e:
 '''
 
 CASES = {
-    "missing": ["missing argument `w`", "(16, 8)"],
+    "missing": ["missing argument `w` (Tensor[(16, 8), float32])"],
     "unknown": ["unexpected argument `bias`"],
-    "shape": ["argument `x`", "(4, 8)", "(4, 9)"],
-    "dtype": ["argument `x`", "float32", "float64"],
+    "shape": ["argument `x`: expected Tensor[(4, 8), float32], got Tensor[(4, 9), float32]"],
+    "dtype": ["argument `x`: expected Tensor[(4, 8), float32], got Tensor[(4, 8), float64]"],
     "strided": ["argument `x`", "contiguous"],
     "not_array": ["argument `x`", "str"],
     "twice": ["argument `x` is given twice"],

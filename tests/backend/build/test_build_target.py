@@ -98,11 +98,11 @@ def _kernels(model) -> int:  # type: ignore[no-untyped-def]
 def test_build_runs_under_the_enclosing_pass_context():
     mod = relay.parse(CHAIN)
     fused = relay.build(mod, target="llvm -num-threads=1")
-    with PassContext(opt_level=3, options={"fuse-ops": {"max-depth": 1}}):
+    with PassContext(opt_level=3, config={"fuse-ops": {"max-depth": 1}}):
         unfused = relay.build(mod, target="llvm -num-threads=1")
     assert _kernels(unfused) > _kernels(fused)
     np.testing.assert_allclose(unfused.run(**_inputs()), fused.run(**_inputs()), rtol=1e-5)
-    with PassContext(opt_level=3, disabled=["fuse-ops"]):
+    with PassContext(opt_level=3, disabled_pass=["fuse-ops"]):
         not_fused = relay.build(mod, target="llvm -num-threads=1")
     assert not not_fused.native  # no primitive functions: nothing to compile
     np.testing.assert_allclose(not_fused.run(**_inputs()), fused.run(**_inputs()), rtol=1e-5)

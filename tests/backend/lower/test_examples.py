@@ -27,7 +27,7 @@ from relay.lang.module import IRModule
 from relay.lang.structural import structural_hash
 from relay.lang.traversal import post_order
 from relay.lang.types import TensorType, TupleType, Type
-from relay.passes import PassContext, inline, standard_pipeline
+from relay.passes import PassContext, inline_pass, standard_pipeline
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 MODELS = ["mlp", "lenet", "resnet18", "mobilenet_v2", "transformer_layer", "lstm", "treelstm"]
@@ -41,7 +41,7 @@ def prepare(path: Path) -> IRModule:
         if gv.name_hint != "main" and not fn.type_params:
             fn = attrs.evolve(fn, attrs=fn.attrs.with_attr("Inline", 1))
         functions[gv] = fn
-    mod = inline(IRModule(functions, mod.type_definitions))
+    mod = inline_pass(IRModule(functions, mod.type_definitions))
     with PassContext(opt_level=3):
         return standard_pipeline(3)(mod)
 

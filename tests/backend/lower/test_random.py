@@ -21,7 +21,7 @@ from relay.backend.tir.transform import lower_pipeline
 from relay.lang.expr import Call, Function, Tuple, Var
 from relay.lang.module import IRModule
 from relay.lang.traversal import post_order
-from relay.passes import fuse_ops
+from relay.passes import fuse_ops_pass
 from relay.testing import dataflow_programs, inputs_for
 
 
@@ -39,7 +39,7 @@ def flatten(value: Any) -> list[np.ndarray]:
 
 def check_groups(mod: IRModule, inputs: dict[str, Any]) -> int:
     """Lower every group of the fused `mod`, run it, compare; returns the group count."""
-    fused = fuse_ops(mod, opt_level=3)
+    fused = fuse_ops_pass.with_options(fuse_opt_level=3)(mod)
     main = fused["main"]
     calls = [
         n
