@@ -34,12 +34,16 @@ def _vars(items: Iterable[Var]) -> tuple[Var, ...]:
     return tuple(items)
 
 
-def _types(items: Iterable[Type]) -> tuple[Type, ...]:
-    return tuple(items)
+def _types(items: Iterable[Type] | None) -> tuple[Type, ...]:
+    return () if items is None else tuple(items)
 
 
-def _type_vars(items: Iterable[TypeVar]) -> tuple[TypeVar, ...]:
-    return tuple(items)
+def _type_vars(items: Iterable[TypeVar] | None) -> tuple[TypeVar, ...]:
+    return () if items is None else tuple(items)
+
+
+def _func_attrs(attrs: FuncAttrs | None) -> FuncAttrs:
+    return NO_ATTRS if attrs is None else attrs
 
 
 def _patterns(items: Iterable[Pattern]) -> tuple[Pattern, ...]:
@@ -180,7 +184,7 @@ class Function(Expr):
     body: Expr
     ret_type: Type | None = None
     type_params: tuple[TypeVar, ...] = field(default=(), converter=_type_vars)
-    attrs: FuncAttrs = NO_ATTRS
+    attrs: FuncAttrs = field(default=NO_ATTRS, converter=_func_attrs)
     span: Span | None = field(default=None, kw_only=True, repr=False)
 
     @property

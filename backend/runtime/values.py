@@ -174,7 +174,7 @@ def _format_array(array: np.ndarray) -> str:
 
     dtype = dtype_of_array(array)
     if array.ndim == 0:
-        return f"{array.item()!r}:{dtype}"
+        return f"{array[()]!s}:{dtype}"  # numpy's shortest digits for the dtype
     body = np.array2string(array, threshold=8, separator=", ").replace("\n", "")
     return f"{body}:{dtype}"
 

@@ -130,3 +130,11 @@ def test_let_keeps_binder_identity():
 def test_functype_fields_are_tuples():
     t = FuncType([TensorType((), "int32")], TensorType((), "int32"))
     assert isinstance(t.arg_types, tuple)
+
+
+def test_function_and_call_take_none_for_their_optional_parts():
+    """As TVM's constructors do: `Function(params, body, None, None, None)`."""
+    x = Var("x", TensorType((2,), "float32"))
+    fn = Function([x], x, None, None, None)
+    assert fn.type_params == () and fn.attrs == FuncAttrs()
+    assert Call(fn, [x], None, None).type_args == ()

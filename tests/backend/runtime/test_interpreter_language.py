@@ -427,3 +427,9 @@ def test_operator_without_implementation_names_the_operator():
         implementation_for(test_op)
     with pytest.raises(MissingImplementationError, match=f"`{name}` has no reference"):
         evaluate(Call(test_op, [i32(1)]))
+
+
+def test_scalars_print_with_the_digits_of_their_dtype():
+    assert format_value(np.array(0.5648738145828247, np.float32)) == "0.5648738:float32"
+    assert format_value(np.array(0.1)) == "0.1:float64"
+    assert format_value(np.array(True)) == "True:bool"
