@@ -37,6 +37,7 @@ from attrs import frozen
 from ...lang.expr import Call, Constant, Expr, Function, Let, Tuple, TupleGetItem, Var
 from ...lang.op import Op
 from ...lang.traversal import post_order
+from ...lang.tuples import tuple_leaves
 from ...lang.types import FuncType, TensorType, TupleType, Type
 from ...typecheck import infer_expr
 from ...typecheck.result import ModuleTypes
@@ -161,15 +162,7 @@ TensorTree = Any  # a Tensor, or a tuple of TensorTrees
 
 
 def _flatten_tree(value: TensorTree) -> list[Tensor]:
-    out: list[Tensor] = []
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, tuple):
-            stack.extend(reversed(v))
-        else:
-            out.append(v)
-    return out
+    return tuple_leaves(value)
 
 
 def _placeholder_tree(ty: Type, name: str, made: list[Tensor], types: list[TensorType]) -> Any:

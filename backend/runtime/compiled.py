@@ -35,6 +35,7 @@ from attrs import define, field, frozen
 from ...lang.diagnostics import Error, InputError
 from ...lang.dtype import dtype_of_array, numpy_dtype
 from ...lang.expr import Function
+from ...lang.tuples import tuple_leaves
 from ...typecheck.show import shape_text
 from ..target import Target, cpu_count
 from . import dlpack, native
@@ -384,15 +385,7 @@ def _run_fallback(fn: Function, ins: list[np.ndarray], outs: list[np.ndarray]) -
     from .values import Closure
 
     result = Interpreter(IRModule()).call(Closure(fn, None, None), list(ins))
-    flat: list[np.ndarray] = []
-    stack = [result]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, tuple):
-            stack.extend(reversed(v))
-        else:
-            flat.append(v)
-    for o, v in zip(outs, flat):
+    for o, v in zip(outs, tuple_leaves(result)):
         o[...] = v
 
 

@@ -22,6 +22,7 @@ from attrs import frozen
 
 from ...lang.diagnostics import InputError
 from ...lang.dtype import dtype_of_array
+from ...lang.tuples import tuple_leaves
 
 DLPACK_CPU = 1
 """`kDLCPU`, the device type of memory this process can read directly."""
@@ -181,15 +182,7 @@ def fill(buffers: list[np.ndarray], values: list[Any]) -> None:
 
 def flatten_value(value: Any) -> list[Any]:
     """The leaves of a (nested tuple) value, depth first."""
-    out: list[Any] = []
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, tuple):
-            stack.extend(reversed(v))
-        else:
-            out.append(v)
-    return out
+    return tuple_leaves(value)
 
 
 def _kind(value: Any) -> str:

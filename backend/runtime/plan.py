@@ -16,6 +16,7 @@ from attrs import frozen
 
 from ...lang.dtype import numpy_dtype
 from ...lang.expr import Function
+from ...lang.tuples import tuple_leaves
 
 
 @frozen
@@ -69,15 +70,7 @@ class GraphPlan:
 
 def flatten_tree(tree: OutputTree) -> list[int]:
     """The slot indices of a (nested tuple) tree, depth first."""
-    out: list[int] = []
-    stack = [tree]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, int):
-            out.append(t)
-        else:
-            stack.extend(reversed(t))
-    return out
+    return tuple_leaves(tree)
 
 
 @frozen
