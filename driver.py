@@ -32,6 +32,7 @@ from .backend.target import Target
 from .lang.attrs import FuncAttrs
 from .lang.diagnostics import Error, InputError
 from .lang.module import IRModule
+from .lang.tuples import tuple_leaves
 from .passes import ExtraPasses, PassContext
 from .typecheck import ModuleTypes
 
@@ -120,14 +121,14 @@ class InterpretedModel:
         given = [
             v
             for value in (*args, *inputs.values())
-            for v in dlpack.flatten_value(value)
+            for v in tuple_leaves(value)
             if isinstance(v, np.ndarray)
         ]
         result = _owned_result(result, given)
         if out is None:
             return result
         buffers = dlpack.out_buffers(out, result)
-        dlpack.fill(buffers, dlpack.flatten_value(result))
+        dlpack.fill(buffers, tuple_leaves(result))
         return out
 
 

@@ -161,10 +161,6 @@ def _flatten_type(ty: Type, what: str) -> list[TensorType]:
 TensorTree = Any  # a Tensor, or a tuple of TensorTrees
 
 
-def _flatten_tree(value: TensorTree) -> list[Tensor]:
-    return tuple_leaves(value)
-
-
 def _placeholder_tree(ty: Type, name: str, made: list[Tensor], types: list[TensorType]) -> Any:
     """Placeholders for a (possibly tuple-typed) parameter, appended to `made` in order."""
     if isinstance(ty, TupleType):
@@ -241,7 +237,7 @@ def lower_to_te(
             raise LoweringError(f"cannot lower a {type(node).__name__} inside a kernel")
     result = value_of(func.body)
     output_types = _flatten_type(table.type_of(func.body), "the result")
-    outputs = _distinct_outputs(_flatten_tree(result))
+    outputs = _distinct_outputs(tuple_leaves(result))
     if len(outputs) != len(output_types):
         raise LoweringError(
             f"the result has {len(output_types)} tensors but lowering made {len(outputs)}"
@@ -263,7 +259,7 @@ def _lower_call(node: Call, value_of: Any, table: Any) -> TensorTree:
         raise MissingComputeError(op)
     inputs: list[Tensor] = []
     for arg in node.args:
-        inputs.extend(_flatten_tree(value_of(arg)))
+        inputs.extend(tuple_leaves(value_of(arg)))
     out_type = table.type_of(node)
     flat_out = _flatten_type(out_type, f"the result of {op.name}")
     results = apply_compute(op, node.attrs, inputs, out_type)

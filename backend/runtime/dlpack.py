@@ -22,7 +22,6 @@ from attrs import frozen
 
 from ...lang.diagnostics import InputError
 from ...lang.dtype import dtype_of_array
-from ...lang.tuples import tuple_leaves
 
 DLPACK_CPU = 1
 """`kDLCPU`, the device type of memory this process can read directly."""
@@ -178,11 +177,6 @@ def fill(buffers: list[np.ndarray], values: list[Any]) -> None:
     """Copy each value into its buffer (overlapping memory is handled by numpy)."""
     for buffer, value in zip(buffers, values):
         np.copyto(buffer, value, casting="no")
-
-
-def flatten_value(value: Any) -> list[Any]:
-    """The leaves of a (nested tuple) value, depth first."""
-    return tuple_leaves(value)
 
 
 def _kind(value: Any) -> str:
