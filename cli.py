@@ -196,7 +196,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"time: {median:.2f} ms{runs}; {how}")
     if args.output:
         np.savez(args.output, **outputs)  # type: ignore[arg-type]
+    if args.profile or args.trace or args.profile_json:
+        _profile(args, model, inputs)
     return EXIT_OK
+
+
+def _profile(args: argparse.Namespace, model: Any, inputs: dict[str, Any]) -> None:
+    """`relay run --profile`: profile the model on the same inputs and print the report."""
+    import json
+    import os
+
+    from .backend.profile.run import profile_model
+
+    if args.repeat < 1:
+        raise _UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.top is not None and args.top < 1:
+        raise _UsageError(f"--top must be at least 1, got {args.top}")
+    if not hasattr(model, "run_profiled"):
+        reason = getattr(model, "reason", "") or "the target is the interpreter"
+        raise Error(
+            f"--profile needs a compiled model; this one runs in the interpreter ({reason})"
+        )
+    name = os.path.splitext(os.path.basename(args.file))[0] or "model"
+    profile = profile_model(model, (), inputs, repeat=args.repeat, name=name)
+    print()
+    print(profile.table(sort=args.sort, top=args.top))
+    if args.profile_json:
+        with open(args.profile_json, "w", encoding="utf-8") as handle:
+            json.dump(profile.json(sort=args.sort), handle, indent=1)
+        print(f"profile written to {args.profile_json}")
+    if args.trace:
+        profile.write_trace(args.trace)
+        print(f"trace written to {args.trace} (open it in https://ui.perfetto.dev)")
 
 
 DUMP_STAGES = ("relay", "te", "tir", "llvm", "asm")
@@ -369,7 +400,9 @@ EXAMPLES = {
   relay run model.relay --target interp
                                        run in the reference interpreter
   relay run model.relaymod --bench --repeat 20
-                                       time a saved artifact (median of 20 runs)""",
+                                       time a saved artifact (median of 20 runs)
+  relay run model.relaymod --profile --trace trace.json
+                                       time per kernel and thread, and a Chrome trace""",
     "build": """\
   relay build model.relay              write model.relaymod (opt level 3, this CPU)
   relay build model.relay --params weights.npz -o model.relaymod
@@ -445,7 +478,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--bench", action="store_true", help="run repeatedly and print the median time"
     )
     run.add_argument(
-        "--repeat", type=int, default=10, metavar="N", help="runs for --bench (default 10)"
+        "--repeat",
+        type=int,
+        default=10,
+        metavar="N",
+        help="runs for --bench and --profile (default 10)",
+    )
+    run.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where the time goes: per kernel (fused operators, time, share, FLOPs, "
+        "bytes, percent of the machine's peak, thread imbalance), per operator kind, and "
+        "outside the kernels",
+    )
+    run.add_argument(
+        "--sort",
+        choices=("time", "order"),
+        default="time",
+        help="--profile's kernel order: by total time (default) or call order",
+    )
+    run.add_argument("--top", type=int, metavar="N", help="--profile: only the N first kernels")
+    run.add_argument(
+        "--trace", metavar="OUT.json", help="--profile: write a Chrome trace (Perfetto)"
+    )
+    run.add_argument(
+        "--profile-json", metavar="OUT.json", help="--profile: write the report as JSON"
     )
     run.add_argument("--strict", action="store_true", help=STRICT_HELP)
     run.set_defaults(run=cmd_run)

@@ -45,7 +45,10 @@ ALLOWED: dict[str, set[str]] = {
         "backend.arith",
         "backend.codegen",
         "backend.runtime",
+        "backend.profile",
     },
+    # Profiling runs compiled models with the thread pool's trace on and probes the machine.
+    "backend.profile": BELOW_BACKEND | {"backend.runtime", "backend.codegen"},
     "backend.autotune": BELOW_BACKEND
     | {"backend.build", "backend.lower", "backend.te", "backend.tir", "backend.codegen"},
 }

@@ -47,6 +47,8 @@ from ...lang.printer import print_expr
 from ...lang.types import TensorType
 from ..codegen import llvm_target, threadpool
 from ..codegen.compile import CompiledLibrary, load_library
+from ..kernel_cost import KernelCost
+from ..profile.run import profile_model
 from ..runtime.compiled import CompiledModel, CompileStats, KernelInfo
 from ..runtime.native import bytes_text, memory_limit_bytes
 from ..runtime.plan import GraphPlan, KernelStep, MemoryPlan, OutputTree, Slot, flatten_tree
@@ -91,6 +93,7 @@ def save_artifact(model: CompiledModel, path: str | os.PathLike[str]) -> None:
                 "name": k.name,
                 "lifted": list(k.lifted),
                 "fallback": print_expr(k.fallback) if k.fallback is not None else None,
+                "cost": attrs.asdict(k.cost) if k.cost is not None else None,
             }
             for k in model.kernels
         ],
@@ -170,6 +173,7 @@ def load_artifact(path: str | os.PathLike[str], num_threads: int | None = None) 
         ),
         target=target,
         saver=save_artifact,
+        profiler=profile_model,
     )
 
 
@@ -248,7 +252,7 @@ class _Decoded:
     triple: str
     target: Target
     plan: GraphPlan
-    kernels: tuple[tuple[str, tuple[int, ...], str | None], ...]
+    kernels: tuple[tuple[str, tuple[int, ...], str | None, KernelCost | None], ...]
     memory: MemoryPlan
     slot_kind: dict[int, tuple[str, int]]
     output_slots: tuple[int, ...]
@@ -307,6 +311,7 @@ class _Decoder:
                     self.text(get(item, "name", where), f"{where}.name"),
                     self.ints(get(item, "lifted", where), f"{where}.lifted"),
                     fallback,
+                    self.cost(item.get("cost"), f"{where}.cost"),
                 )
             )
         mem = get(meta, "memory", "model.json")
@@ -325,6 +330,20 @@ class _Decoder:
             output_slots=self.ints(get(meta, "output_slots", "model.json"), "output_slots"),
             entry=None if entry is None else self.text(entry, "entry"),
             digests={m: self.text(get(digests, m, "digests"), f"digests.{m}") for m in MEMBERS[1:]},
+        )
+
+    def cost(self, data: Any, where: str) -> KernelCost | None:
+        """A kernel's cost record; artifacts saved before costs were recorded have none."""
+        if data is None:
+            return None
+        get = self.get
+        ops = self.items(get(data, "ops", where), f"{where}.ops")
+        return KernelCost(
+            name=self.text(get(data, "name", where), f"{where}.name"),
+            ops=tuple(self.text(op, f"{where}.ops[{k}]") for k, op in enumerate(ops)),
+            kind=self.text(get(data, "kind", where), f"{where}.kind"),
+            flops=self.integer(get(data, "flops", where), f"{where}.flops"),
+            bytes=self.integer(get(data, "bytes", where), f"{where}.bytes"),
         )
 
     def target(self, data: Any) -> Target:
@@ -472,7 +491,7 @@ def _check_plan(d: _Decoded, params: tuple[np.ndarray, ...], path: str | os.Path
     # Lifted constants follow the plan's constants, kernel after kernel, as the build
     # appends them.
     start = sum(slot.kind == "constant" for slot in slots)
-    for name, lifted, _ in d.kernels:
+    for name, lifted, _, _ in d.kernels:
         if lifted != tuple(range(start, start + len(lifted))):
             raise fail(f"kernel `{name}` uses parameters {list(lifted)}, expected from {start} on")
         start += len(lifted)
@@ -531,7 +550,7 @@ def _kernel_infos(d: _Decoded, path: str | os.PathLike[str]) -> tuple[KernelInfo
     """The kernels, fallback functions parsed (never evaluated) and checked against the
     slots of the steps that run them."""
     infos = []
-    for k, (name, lifted, text) in enumerate(d.kernels):
+    for k, (name, lifted, text, cost) in enumerate(d.kernels):
         fallback = None
         if text is not None:
             if d.entry is not None:
@@ -550,7 +569,7 @@ def _kernel_infos(d: _Decoded, path: str | os.PathLike[str]) -> tuple[KernelInfo
                     f"{path}: the artifact is damaged: kernel `{name}` is not a function"
                 )
             fallback = parsed
-        infos.append(KernelInfo(name, lifted, fallback))
+        infos.append(KernelInfo(name, lifted, fallback, cost))
     for k, step in enumerate(d.plan.steps):
         fn = infos[step.kernel].fallback
         if fn is None:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import numpy as np
 
 from ...lang.diagnostics import Error
@@ -33,7 +34,10 @@ from ...typecheck.result import ModuleTypes
 from ..codegen import threadpool
 from ..codegen.compile import compile_module
 from ..codegen.entry import BufferRef, EntryPlan, KernelCall
+from ..kernel_cost import KernelCost
+from ..lower.cost import describe_kernel, interpreted_cost
 from ..lower.lower_func import LoweredKernel, LoweringError, lower_primitive
+from ..profile.run import profile_model
 from ..runtime.compiled import CompiledModel, CompileStats, KernelInfo, check_model_fits
 from ..runtime.plan import GraphPlan, MemoryPlan, tensor_nbytes
 from ..target import Target
@@ -97,6 +101,22 @@ def check_index_range(fn: Function, types: ModuleTypes | None = None) -> None:
             )
 
 
+class _UniqueNames:
+    """Kernel display names made unique in a model as TVM does: the second
+    `fused_nn_conv2d_add` is `fused_nn_conv2d_add_1`."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def unique(self, cost: KernelCost) -> KernelCost:
+        """`cost` with a name no earlier kernel of the model has."""
+        count = self.seen.get(cost.name, 0)
+        self.seen[cost.name] = count + 1
+        if count == 0:
+            return cost
+        return attrs.evolve(cost, name=f"{cost.name}_{count}")
+
+
 def _ref_for(memory: MemoryPlan, slot_kind: dict[int, tuple[str, int]], s: int) -> BufferRef:
     """Where the native entry finds slot `s`: an input, output, parameter or workspace offset."""
     kind, index = slot_kind[s]
@@ -130,17 +150,18 @@ def compile_plan(
     # Symbol names carry the plan's digest: the object code commits to the plan it was
     # compiled for, so loading can tell an edited plan from the one the code expects.
     prefix = f"{name}_{plan_digest(plan)}"
+    names = _UniqueNames()
     for k, fn in enumerate(plan.kernels):
         kname = f"{prefix}_k{k}"
         check_index_range(fn, types)
         try:
             lowered = lower_primitive(fn, types, kname, target)
         except LoweringError:
-            infos.append(KernelInfo(kname, (), fn))
+            infos.append(KernelInfo(kname, (), fn, names.unique(interpreted_cost(fn))))
             continue
         lifted = tuple(range(len(params), len(params) + len(lowered.constants)))
         params.extend(lowered.constants)
-        infos.append(KernelInfo(kname, lifted))
+        infos.append(KernelInfo(kname, lifted, None, names.unique(describe_kernel(fn, lowered))))
         scheduled.append((fn, lowered))
     seconds["lower"] = time.perf_counter() - start
     start = time.perf_counter()
@@ -189,6 +210,7 @@ def compile_plan(
         stats=stats,
         target=target,
         saver=save_artifact,
+        profiler=profile_model,
     )
 
 

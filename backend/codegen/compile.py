@@ -27,7 +27,7 @@ from llvmlite import ir
 from ..target import Target
 from ..tir.stmt import PrimFunc
 from . import llvm_target, threadpool
-from .entry import EntryPlan, emit_entry
+from .entry import EntryPlan, emit_entry, profiled_name
 from .llvm_ir import emit_primfunc
 from .llvm_types import I8, CodegenError
 
@@ -114,10 +114,12 @@ class CompiledLibrary:
         return fn
 
 
-def _manifest(funcs: Sequence[PrimFunc], entry: EntryPlan | None) -> dict[str, Any]:
+def _manifest(funcs: Sequence[PrimFunc], entry: EntryPlan | None, profiled: bool) -> dict[str, Any]:
     functions = {f.name: len(f.params) for f in funcs}
     if entry is not None:
         functions[entry.name] = 4
+        if profiled:
+            functions[profiled_name(entry.name)] = 5
     return {
         "format": MANIFEST_FORMAT,
         "functions": functions,
@@ -134,9 +136,13 @@ def _add_manifest(module: ir.Module, manifest: dict[str, Any]) -> None:
 
 
 def build_ir(
-    funcs: Sequence[PrimFunc], entry: EntryPlan | None = None, name: str = "relay_module"
+    funcs: Sequence[PrimFunc],
+    entry: EntryPlan | None = None,
+    name: str = "relay_module",
+    profiled: bool = True,
 ) -> tuple[ir.Module, dict[str, Any]]:
-    """The unoptimized LLVM module of `funcs` (plus `entry`) and its manifest."""
+    """The unoptimized LLVM module of `funcs` (plus `entry` and, with `profiled`, its
+    profiling twin) and its manifest."""
     llvm_target.initialize()
     module = ir.Module(name)
     module.triple = llvm_target.triple()
@@ -150,8 +156,11 @@ def build_ir(
     if entry is not None:
         if entry.name in names:
             raise CodegenError(f"the entry function `{entry.name}` clashes with a kernel")
-        emit_entry(module, entry, {f.name: f for f in funcs})
-    manifest = _manifest(funcs, entry)
+        by_name = {f.name: f for f in funcs}
+        emit_entry(module, entry, by_name)
+        if profiled:
+            emit_entry(module, entry, by_name, profiled=True)
+    manifest = _manifest(funcs, entry, profiled)
     _add_manifest(module, manifest)
     return module, manifest
 
@@ -162,10 +171,12 @@ def compile_module(
     name: str = "relay_module",
     optimize: bool = True,
     target: Target | None = None,
+    profiled: bool = True,
 ) -> CompiledLibrary:
-    """Compile `funcs` (and the model entry function `entry`) to native code for `target`'s
-    CPU and features (default: this host's)."""
-    module, manifest = build_ir(funcs, entry, name)
+    """Compile `funcs` (and the model entry function `entry`, with its profiling twin
+    unless `profiled` is false) to native code for `target`'s CPU and features (default:
+    this host's)."""
+    module, manifest = build_ir(funcs, entry, name, profiled)
     text = str(module)
     ref = llvm.parse_assembly(text)
     ref.verify()

@@ -8,6 +8,15 @@ parameter or a slice of the workspace. `emit_entry` builds
 which loads each pointer (`inputs[index] + offset`, ..., `workspace + offset`; offsets in
 bytes) and calls the kernels with them, so the executor crosses from Python to native code
 once per model run. Offsets must keep the 64-byte alignment kernels assume.
+
+Beside it, `emit_entry(..., profiled=True)` builds the profiling twin
+
+    void <name>_profiled(i8** inputs, i8** outputs, i8** params, i8* workspace, i64* stamps)
+
+which makes the same calls and reads the monotonic clock (`__relay_now_ns`, from the
+thread pool's module) before the first call and after each one: `stamps[0]` is the start,
+`stamps[k + 1]` the end of call `k`. Its calls are never inlined, so the kernels' code is the
+one the plain entry runs and each stamp falls between two kernels.
 """
 
 from __future__ import annotations
@@ -20,9 +29,16 @@ from llvmlite import ir
 from ..tir.expr import as_tuple
 from ..tir.stmt import PrimFunc
 from .llvm_ir import declare_kernel
-from .llvm_types import I8, I64, PTR, VOID, CodegenError, gep
+from .llvm_types import I8, I64, PTR, VOID, CodegenError, declare, gep
 
 BUFFER_KINDS = ("input", "output", "param", "workspace")
+PROFILED_SUFFIX = "_profiled"
+NOW_NS = "__relay_now_ns"  # defined by the thread pool's module (threadpool.NOW_NS)
+
+
+def profiled_name(entry: str) -> str:
+    """The name of the profiling twin of entry function `entry`."""
+    return entry + PROFILED_SUFFIX
 
 
 def _check_offset(instance: object, attribute: object, value: int) -> None:
@@ -56,18 +72,29 @@ class EntryPlan:
     calls: tuple[KernelCall, ...] = field(converter=as_tuple)
 
 
-def emit_entry(module: ir.Module, plan: EntryPlan, kernels: Mapping[str, PrimFunc]) -> ir.Function:
-    """Add `plan`'s entry function to `module` (which defines or declares the kernels)."""
-    if plan.name in module.globals:
-        raise CodegenError(f"the entry function `{plan.name}` clashes with another function")
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, PTR, PTR]), plan.name)
+def emit_entry(
+    module: ir.Module, plan: EntryPlan, kernels: Mapping[str, PrimFunc], profiled: bool = False
+) -> ir.Function:
+    """Add `plan`'s entry function to `module` (which defines or declares the kernels), or
+    with `profiled` its profiling twin (module docstring)."""
+    name = profiled_name(plan.name) if profiled else plan.name
+    if name in module.globals:
+        raise CodegenError(f"the entry function `{name}` clashes with another function")
+    params = [PTR, PTR, PTR, PTR] + ([PTR] if profiled else [])
+    fn = ir.Function(module, ir.FunctionType(VOID, params), name)
     fn.attributes.add("nounwind")
-    for arg, nm in zip(fn.args, ("inputs", "outputs", "params", "workspace")):
+    for arg, nm in zip(fn.args, ("inputs", "outputs", "params", "workspace", "stamps")):
         arg.name = nm
     tables = dict(zip(("input", "output", "param"), fn.args[:3]))
     workspace = fn.args[3]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     loaded: dict[tuple[str, int], ir.Value] = {}
+    now = declare(module, NOW_NS, I64, []) if profiled else None
+
+    def stamp(k: int) -> None:
+        if now is not None:
+            slot = gep(b, fn.args[4], [ir.Constant(I64, k)], I64)
+            b.store(b.call(now, []), slot)
 
     def pointer(ref: BufferRef) -> ir.Value:
         if ref.kind == "workspace":
@@ -82,7 +109,8 @@ def emit_entry(module: ir.Module, plan: EntryPlan, kernels: Mapping[str, PrimFun
             return gep(b, base, [ir.Constant(I64, ref.offset)], I8)
         return base
 
-    for call in plan.calls:
+    stamp(0)
+    for k, call in enumerate(plan.calls):
         func = kernels.get(call.kernel)
         if func is None:
             raise CodegenError(f"entry `{plan.name}` calls unknown kernel `{call.kernel}`")
@@ -92,6 +120,11 @@ def emit_entry(module: ir.Module, plan: EntryPlan, kernels: Mapping[str, PrimFun
                 f"it takes {len(func.params)}"
             )
         callee = declare_kernel(module, func)
-        b.call(callee, [pointer(ref) for ref in call.args])
+        pointers = [pointer(ref) for ref in call.args]
+        if now is None:
+            b.call(callee, pointers)
+        else:
+            b.call(callee, pointers, attrs=("noinline",))
+            stamp(k + 1)
     b.ret_void()
     return fn

@@ -38,6 +38,7 @@ import os
 import threading
 
 import llvmlite.binding as llvm
+import numpy as np
 from llvmlite import ir
 
 from ..target import cpu_count
@@ -46,6 +47,7 @@ from .llvm_types import I32, I64, PTR, VOID, FunctionPointerType, declare, gep
 
 PARALLEL_FOR = "__relay_parallel_for"
 NUM_THREADS = "__relay_num_threads"
+NOW_NS = "__relay_now_ns"
 TASKS_PER_THREAD = 4
 """Tasks per thread a parallel loop is cut into (more tasks balance load better)."""
 MAX_WORKERS = 255
@@ -54,11 +56,17 @@ SPIN_ROUNDS = 1 << 14
 
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98}  # Linux syscall numbers by architecture
 _PAUSE = {"x86_64": "pause", "aarch64": "yield"}  # the spin-wait hint instruction
+_CLOCK_MONOTONIC = {"linux": 1, "darwin": 6}
 _FUTEX_WAIT_PRIVATE = 128
 _FUTEX_WAKE_PRIVATE = 129
 
-# job struct: task fn, closure, n, next, remaining, allowed workers
-_JOB = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I32])
+# job struct: task fn, closure, n, next, remaining, allowed workers, loop id (-1: not
+# traced), trace buffer
+_JOB = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I32, I32, PTR])
+# trace record: start ns, end ns, worker (-1: the loop itself), loop id, task index (or, for
+# the loop's record, its task count)
+TRACE_RECORD = ir.LiteralStructType([I64, I64, I32, I32, I64])
+TRACE_RECORD_BYTES = 32
 
 
 def declare_runtime(module: ir.Module) -> tuple[ir.Function, ir.Function]:
@@ -89,10 +97,17 @@ class _PoolBuilder:
         self.busy = g("busy", I32, 0)
         self.shutdown = g("shutdown", I32, 0)
         self.cur_job = g("cur_job", PTR, None)
+        self.trace_buf = g("trace_buf", PTR, None)
+        self.trace_cap = g("trace_cap", I64, 0)
+        self.trace_len = g("trace_len", I64, 0)
+        self.loop_seq = g("loop_seq", I32, 0)
         self.syscall = declare(self.m, "syscall", I64, [I64], var_arg=True)
         self.sched_yield = declare(self.m, "sched_yield", I32, [])
         self.pthread_create = declare(self.m, "pthread_create", I32, [PTR, PTR, PTR, PTR])
         self.pthread_join = declare(self.m, "pthread_join", I32, [I64, PTR])
+        self.clock_gettime = declare(self.m, "clock_gettime", I32, [I32, PTR])
+        system = "linux" if linux else ("darwin" if "apple" in llvm_target.triple() else "")
+        self.clock_id = _CLOCK_MONOTONIC.get(system, 1)
         self.task_ty = ir.FunctionType(VOID, [I64, PTR])
 
     def _global(self, name: str, ty: ir.Type, init: int | None) -> ir.GlobalVariable:
@@ -183,6 +198,8 @@ class _PoolBuilder:
     # -------------------------------------------------------------------- functions
 
     def build(self) -> ir.Module:
+        self.now = self._now()
+        self.record = self._record()
         self.run_tasks = self._run_tasks()
         self.worker = self._worker()
         self._num_threads()
@@ -190,7 +207,48 @@ class _PoolBuilder:
         self._parallel_for()
         self._shutdown()
         self._after_fork()
+        self._trace_control()
         return self.m
+
+    def _now(self) -> ir.Function:
+        """`i64 __relay_now_ns()`: the monotonic clock in nanoseconds (`time.monotonic_ns`'s
+        clock), read by profiling entry functions around each kernel call."""
+        fn, b = self._fn(NOW_NS, I64, [])
+        timespec = ir.LiteralStructType([I64, I64])
+        ts = b.alloca(timespec, name="ts")
+        b.call(self.clock_gettime, [ir.Constant(I32, self.clock_id), ts])
+        zero, one = ir.Constant(I32, 0), ir.Constant(I32, 1)
+        sec = b.load(gep(b, ts, [zero, zero], timespec), typ=I64)
+        nsec = b.load(gep(b, ts, [zero, one], timespec), typ=I64)
+        b.ret(b.add(b.mul(sec, ir.Constant(I64, 1_000_000_000)), nsec))
+        return fn
+
+    def _record(self) -> ir.Function:
+        """Append one trace record to `buf` (dropped, but counted, past the capacity)."""
+        fn, b = self._fn("__relay_pool_record", VOID, [PTR, I64, I64, I32, I32, I64], True)
+        buf, *values = fn.args
+        k = b.atomic_rmw("add", self.trace_len, ir.Constant(I64, 1), "monotonic")
+        cap = self.load(b, self.trace_cap, I64, "monotonic")
+        with b.if_then(b.icmp_signed("<", k, cap)):
+            rec = gep(b, buf, [k], TRACE_RECORD)
+            for j, v in enumerate(values):
+                b.store(v, gep(b, rec, [ir.Constant(I32, 0), ir.Constant(I32, j)], TRACE_RECORD))
+        b.ret_void()
+        return fn
+
+    def _trace_control(self) -> None:
+        """`__relay_pool_trace_start(buf, capacity)` turns the task trace on (records go to
+        `buf`); `__relay_pool_trace_stop()` turns it off and returns how many records were
+        made (more than the capacity when some were dropped)."""
+        fn, b = self._fn("__relay_pool_trace_start", VOID, [PTR, I64])
+        self.store(b, ir.Constant(I64, 0), self.trace_len)
+        self.store(b, ir.Constant(I32, 0), self.loop_seq)
+        self.store(b, fn.args[1], self.trace_cap)
+        self.store(b, fn.args[0], self.trace_buf, "release")
+        b.ret_void()
+        _, b = self._fn("__relay_pool_trace_stop", I64, [])
+        self.store(b, ir.Constant(PTR, None), self.trace_buf)
+        b.ret(self.load(b, self.trace_len, I64))
 
     def _num_threads(self) -> None:
         _, b = self._fn(NUM_THREADS, I32, [])
@@ -206,18 +264,28 @@ class _PoolBuilder:
         b.ret_void()
 
     def _run_tasks(self) -> ir.Function:
-        fn, b = self._fn("__relay_pool_run_tasks", VOID, [PTR], internal=True)
-        job = fn.args[0]
+        fn, b = self._fn("__relay_pool_run_tasks", VOID, [PTR, I32], internal=True)
+        job, worker = fn.args
         n = b.load(self.field(b, job, 2), typ=I64)
         task = b.load(self.field(b, job, 0), typ=FunctionPointerType(self.task_ty))
         cl = b.load(self.field(b, job, 1), typ=PTR)
+        loop_id = b.load(self.field(b, job, 6), typ=I32)
+        traced = b.icmp_signed(">=", loop_id, ir.Constant(I32, 0))
         loop, work, done = (fn.append_basic_block(s) for s in ("loop", "work", "done"))
         b.branch(loop)
         b.position_at_end(loop)
         t = b.atomic_rmw("add", self.field(b, job, 3), ir.Constant(I64, 1), "monotonic")
         b.cbranch(b.icmp_signed("<", t, n), work, done)
         b.position_at_end(work)
-        b.call(task, [t, cl])
+        with b.if_else(traced) as (then, otherwise):
+            with then:
+                start = b.call(self.now, [])
+                b.call(task, [t, cl])
+                end = b.call(self.now, [])
+                buf = b.load(self.field(b, job, 7), typ=PTR)
+                b.call(self.record, [buf, start, end, worker, loop_id, t])
+            with otherwise:
+                b.call(task, [t, cl])
         b.atomic_rmw("sub", self.field(b, job, 4), ir.Constant(I64, 1), "acq_rel")
         b.branch(loop)
         b.position_at_end(done)
@@ -266,7 +334,7 @@ class _PoolBuilder:
         with b.if_then(has_job):
             allowed = b.load(self.field(b, job, 5), typ=I32)
             with b.if_then(b.icmp_signed("<", wid, allowed)):
-                b.call(self.run_tasks, [job])
+                b.call(self.run_tasks, [job, b.add(wid, ir.Constant(I32, 1))])
         b.branch(leave)
         b.position_at_end(leave)
         b.atomic_rmw("sub", self.active, ir.Constant(I32, 1), "seq_cst")
@@ -302,19 +370,32 @@ class _PoolBuilder:
         task.type = FunctionPointerType(self.task_ty)
         job = b.alloca(_JOB, name="job")
         job.align = 64
-        serial, pooled, done = (fn.append_basic_block(s) for s in ("serial", "pooled", "done"))
+        blocks = ("serial", "serial.traced", "pooled", "done")
+        serial, serial_traced, pooled, done = (fn.append_basic_block(s) for s in blocks)
+        id_slot = b.alloca(I32, name="loop.id")
+        start_slot = b.alloca(I64, name="loop.start")
+        # With the trace on, the loop gets an id and a record of its own around its tasks'.
+        tbuf = self.load(b, self.trace_buf, PTR, "acquire")
+        traced = b.icmp_unsigned("!=", b.ptrtoint(tbuf, I64), ir.Constant(I64, 0))
+        b.store(ir.Constant(I32, -1), id_slot)
+        with b.if_then(traced):
+            b.store(b.atomic_rmw("add", self.loop_seq, ir.Constant(I32, 1), "monotonic"), id_slot)
+            b.store(b.call(self.now, []), start_slot)
+        loop_id = b.load(id_slot, typ=I32)
         threads = self.load(b, self.cfg, I32, "monotonic")
         single = b.or_(
             b.icmp_signed("<=", n, ir.Constant(I64, 1)),
             b.icmp_signed("<=", threads, ir.Constant(I32, 1)),
         )
-        try_bb = fn.append_basic_block("try")
-        b.cbranch(single, serial, try_bb)
+        try_bb, inline = fn.append_basic_block("try"), fn.append_basic_block("inline")
+        b.cbranch(single, inline, try_bb)
         b.position_at_end(try_bb)
         pair = b.cmpxchg(
             self.busy, ir.Constant(I32, 0), ir.Constant(I32, 1), "acquire", "monotonic"
         )
-        b.cbranch(b.extract_value(pair, 1), pooled, serial)
+        b.cbranch(b.extract_value(pair, 1), pooled, inline)
+        b.position_at_end(inline)
+        b.cbranch(traced, serial_traced, serial)
         # serial: run every task here
         b.position_at_end(serial)
         counter = self.entry_alloca(fn, I64, "t")
@@ -328,6 +409,13 @@ class _PoolBuilder:
         b.call(task, [t, cl])
         b.store(b.add(t, ir.Constant(I64, 1)), counter)
         b.branch(sloop)
+        # serial with the trace on: every task here, each recorded as the caller's (worker 0)
+        b.position_at_end(serial_traced)
+        zero = ir.Constant(I64, 0)
+        for k, v in enumerate((task, cl, n, zero, n, ir.Constant(I32, 0), loop_id, tbuf)):
+            b.store(v, self.field(b, job, k))
+        b.call(self.run_tasks, [job, ir.Constant(I32, 0)])
+        b.branch(done)
         # pooled
         b.position_at_end(pooled)
         want = b.sub(threads, ir.Constant(I32, 1))
@@ -335,20 +423,24 @@ class _PoolBuilder:
         want = b.select(b.icmp_signed(">", want, cap), cap, want)
         have = self._start_workers(b, fn, want)
         allowed = b.select(b.icmp_signed("<", have, want), have, want)
-        for k, v in enumerate((task, cl, n, ir.Constant(I64, 0), n, allowed)):
+        for k, v in enumerate((task, cl, n, zero, n, allowed, loop_id, tbuf)):
             b.store(v, self.field(b, job, k))
         self.store(b, job, self.cur_job)
         b.atomic_rmw("add", self.gen, ir.Constant(I32, 1), "seq_cst")
         asleep = self.load(b, self.sleepers, I32)
         with b.if_then(b.icmp_signed(">", asleep, ir.Constant(I32, 0))):
             self.futex(b, _FUTEX_WAKE_PRIVATE, ir.Constant(I32, 0x7FFFFFFF))
-        b.call(self.run_tasks, [job])
+        b.call(self.run_tasks, [job, ir.Constant(I32, 0)])
         self.wait_zero(b, fn, self.field(b, job, 4), I64, "remaining")
         self.store(b, ir.Constant(PTR, None), self.cur_job)
         self.wait_zero(b, fn, self.active, I32, "active")
         self.store(b, ir.Constant(I32, 0), self.busy, "release")
         b.branch(done)
         b.position_at_end(done)
+        with b.if_then(traced):
+            end = b.call(self.now, [])
+            start = b.load(start_slot, typ=I64)
+            b.call(self.record, [tbuf, start, end, ir.Constant(I32, -1), loop_id, n])
         b.ret_void()
 
     def _shutdown(self) -> None:
@@ -392,6 +484,7 @@ class _PoolBuilder:
         for gv in (self.nworkers, self.sleepers, self.active, self.busy, self.shutdown):
             self.store(b, ir.Constant(I32, 0), gv)
         self.store(b, ir.Constant(PTR, None), self.cur_job)
+        self.store(b, ir.Constant(PTR, None), self.trace_buf)
         b.ret_void()
 
 
@@ -407,7 +500,7 @@ class PoolRuntime:
         self.engine = llvm.create_mcjit_compiler(ref, llvm_target.new_target_machine())
         self.engine.finalize_object()
         addr = self.engine.get_function_address
-        for name in (PARALLEL_FOR, NUM_THREADS):
+        for name in (PARALLEL_FOR, NUM_THREADS, NOW_NS):
             llvm.add_symbol(name, addr(name))
         self.num_threads = ctypes.CFUNCTYPE(ctypes.c_int32)(addr(NUM_THREADS))
         self.set_num_threads = ctypes.CFUNCTYPE(None, ctypes.c_int32)(
@@ -418,6 +511,11 @@ class PoolRuntime:
         self.parallel_for = ctypes.CFUNCTYPE(
             None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64
         )(addr(PARALLEL_FOR))
+        self.now_ns = ctypes.CFUNCTYPE(ctypes.c_int64)(addr(NOW_NS))
+        self.trace_start = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
+            addr("__relay_pool_trace_start")
+        )
+        self.trace_stop = ctypes.CFUNCTYPE(ctypes.c_int64)(addr("__relay_pool_trace_stop"))
 
 
 _runtime: PoolRuntime | None = None
@@ -457,6 +555,47 @@ def get_num_threads() -> int:
     return int(runtime().num_threads())
 
 
+TRACE_DTYPE = np.dtype(
+    [("start", "<i8"), ("end", "<i8"), ("worker", "<i4"), ("loop", "<i4"), ("index", "<i8")]
+)
+"""One trace record: a task (`worker` ≥ 0, 0 the calling thread; `index` the task's number)
+or a whole parallel loop (`worker` -1; `index` its task count), monotonic nanoseconds."""
+
+_trace_buffers: list[np.ndarray] = []
+_trace_on: list[bool] = []
+
+
+def now_ns() -> int:
+    """The clock the pool and profiling entry functions read (CLOCK_MONOTONIC, in ns: the
+    same as `time.monotonic_ns()`)."""
+    return int(runtime().now_ns())
+
+
+def start_trace(capacity: int) -> None:
+    """Record every task of every parallel loop from now on (at most `capacity` records;
+    the rest are counted and dropped) until `stop_trace`. One trace at a time per process."""
+    buffer = np.zeros(max(1, capacity), TRACE_DTYPE)
+    assert TRACE_DTYPE.itemsize == TRACE_RECORD_BYTES
+    # A loop still running in another thread may write to the last buffer after
+    # `stop_trace`: buffers stay alive until the next trace starts.
+    _trace_buffers[:] = [buffer]
+    runtime().trace_start(buffer.ctypes.data, len(buffer))
+    _trace_on[:] = [True]
+
+
+def stop_trace() -> tuple[np.ndarray, int]:
+    """Turn the trace off; returns the records made (loop records and task records mixed,
+    in the order they were claimed) and how many were dropped for lack of room (none when
+    no trace was on)."""
+    if not _trace_on:
+        return np.zeros(0, TRACE_DTYPE), 0
+    made = int(runtime().trace_stop())
+    _trace_on.clear()
+    buffer = _trace_buffers[0]
+    kept = min(made, len(buffer))
+    return buffer[:kept].copy(), made - kept
+
+
 def shutdown() -> None:
     """Stop and join the worker threads (they start again on the next parallel loop)."""
     if _runtime is not None:
@@ -464,14 +603,19 @@ def shutdown() -> None:
 
 
 __all__ = [
+    "NOW_NS",
     "NUM_THREADS",
     "PARALLEL_FOR",
     "TASKS_PER_THREAD",
+    "TRACE_DTYPE",
     "PoolRuntime",
     "declare_runtime",
     "default_num_threads",
     "get_num_threads",
+    "now_ns",
     "runtime",
     "set_num_threads",
     "shutdown",
+    "start_trace",
+    "stop_trace",
 ]

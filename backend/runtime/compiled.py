@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,20 +38,27 @@ from ...lang.dtype import dtype_of_array, numpy_dtype
 from ...lang.expr import Function
 from ...lang.tuples import tuple_leaves
 from ...typecheck.show import shape_text
+from ..kernel_cost import KernelCost
 from ..target import Target, cpu_count
 from . import dlpack, native
 from .native import NativeLibrary, aligned_empty
 from .plan import GraphPlan, MemoryPlan, OutputTree, flatten_tree
 
+PROFILED_SUFFIX = "_profiled"
+"""The profiling twin of a model's entry function is named `<entry>_profiled`
+(`backend.codegen.entry` makes it; this layer does not import codegen)."""
+
 
 @frozen
 class KernelInfo:
     """One compiled kernel: its symbol, how many constants it lifted (passed after its
-    inputs), or the primitive function run by the interpreter when it has no native code."""
+    inputs), or the primitive function run by the interpreter when it has no native code;
+    `cost` what it does (None for an artifact saved without it)."""
 
     name: str
     lifted: tuple[int, ...] = ()
     fallback: Function | None = None
+    cost: KernelCost | None = None
 
 
 @frozen
@@ -83,6 +91,7 @@ class CompiledModel:
     stats: CompileStats
     target: Target
     saver: Callable[[CompiledModel, str | os.PathLike[str]], None] | None = None
+    profiler: Callable[..., Any] | None = None
     _workspace: np.ndarray = field(init=False)
     _idle_workspaces: list[np.ndarray] = field(init=False, factory=list)
     _pool_lock: threading.Lock = field(init=False, factory=threading.Lock)
@@ -178,6 +187,47 @@ class CompiledModel:
         if out is not None and "out" in self.plan.input_names:
             inputs = {**inputs, "out": out}
             out = None
+        return self._execute(args, inputs, out, None)
+
+    @property
+    def profiled_entry(self) -> str | None:
+        """The profiling twin of the entry function (`backend.codegen.entry`), when the
+        library has one (models built before it existed do not)."""
+        if self.entry_name is None:
+            return None
+        name = self.entry_name + PROFILED_SUFFIX
+        return name if name in getattr(self.library, "functions", {}) else None
+
+    def run_profiled(self, stamps: np.ndarray, *args: Any, **inputs: Any) -> Any:
+        """`run` through the profiling entry: `stamps` (int64, one more than the plan has
+        steps) receives the monotonic clock in ns before the first kernel and after each
+        (taken from Python when the model steps through its kernels from Python)."""
+        if self.entry_name is not None and self.profiled_entry is None:
+            raise Error("this model has no profiling entry (rebuild it with this version)")
+        if stamps.dtype != np.int64 or stamps.shape != (len(self.plan.steps) + 1,):
+            raise ValueError(f"stamps must be int64 of shape ({len(self.plan.steps) + 1},)")
+        return self._execute(args, inputs, None, stamps)
+
+    def profile(self, *args: Any, repeat: int = 10, warmup: int = 1, **inputs: Any) -> Any:
+        """Run the model `warmup` + `repeat` times through its profiling entry with the
+        thread pool's trace on and return a `Profile` (`relay.backend.profile`): per kernel
+        call order, time, FLOPs, bytes and share of peak, per worker tasks and busy time, the
+        time outside the kernels; `print(profile)` shows the table. When `@main` has a
+        parameter named `repeat` or `warmup`, that keyword is the input."""
+        for name, value in (("repeat", repeat), ("warmup", warmup)):
+            if name in self.plan.input_names:
+                inputs = {**inputs, name: value}
+        if "repeat" in self.plan.input_names:
+            repeat = 10
+        if "warmup" in self.plan.input_names:
+            warmup = 1
+        if self.profiler is None:
+            raise Error("this model cannot be profiled (it was made without a build)")
+        return self.profiler(self, args, inputs, repeat=repeat, warmup=warmup)
+
+    def _execute(
+        self, args: tuple[Any, ...], inputs: Mapping[str, Any], out: Any, stamps: Any
+    ) -> Any:
         arrays = self._check_inputs(args, inputs)
         buffers = self._check_out(out) if out is not None else None
         direct = self._direct_outputs(buffers, arrays) if buffers else {}
@@ -193,14 +243,19 @@ class CompiledModel:
                 out_ptrs = (ctypes.c_void_p * max(1, len(outputs)))(
                     *[o.ctypes.data for o in outputs]
                 )
-                self.library.get(self.entry_name)(
+                native_args = [
                     in_ptrs,
                     out_ptrs,
                     self._param_ptrs,
                     ctypes.c_void_p(workspace.ctypes.data),
-                )
+                ]
+                if stamps is None:
+                    self.library.get(self.entry_name)(*native_args)
+                else:
+                    entry = self.entry_name + PROFILED_SUFFIX
+                    self.library.get(entry)(*native_args, ctypes.c_void_p(stamps.ctypes.data))
             else:
-                self._run_steps(arrays, by_slot, workspace)
+                self._run_steps(arrays, by_slot, workspace, stamps)
             if buffers is not None:
                 self._fill_out(buffers, direct, arrays, by_slot, workspace)
                 return out
@@ -304,18 +359,26 @@ class CompiledModel:
         return view.reshape(slot.shape)
 
     def _run_steps(
-        self, arrays: list[np.ndarray], by_slot: dict[int, np.ndarray], workspace: np.ndarray
+        self,
+        arrays: list[np.ndarray],
+        by_slot: dict[int, np.ndarray],
+        workspace: np.ndarray,
+        stamps: np.ndarray | None = None,
     ) -> None:
-        for step in self.plan.steps:
+        if stamps is not None:
+            stamps[0] = time.monotonic_ns()
+        for k, step in enumerate(self.plan.steps):
             info = self.kernels[step.kernel]
             ins = [self._slot_array(s, arrays, by_slot, workspace) for s in step.inputs]
             outs = [self._slot_array(s, arrays, by_slot, workspace) for s in step.outputs]
             if info.fallback is not None:
                 _run_fallback(info.fallback, ins, outs)
-                continue
-            lifted = [self.params[k] for k in info.lifted]
-            ptrs = [a.ctypes.data for a in (*ins, *lifted, *outs)]
-            self.library.get(info.name)(*[ctypes.c_void_p(p) for p in ptrs])
+            else:
+                lifted = [self.params[j] for j in info.lifted]
+                ptrs = [a.ctypes.data for a in (*ins, *lifted, *outs)]
+                self.library.get(info.name)(*[ctypes.c_void_p(p) for p in ptrs])
+            if stamps is not None:
+                stamps[k + 1] = time.monotonic_ns()
 
     def _result(
         self,

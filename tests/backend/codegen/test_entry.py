@@ -186,7 +186,7 @@ def test_saved_object_code_runs_in_a_fresh_process(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "loaded ['add', 'mul', 'relu', 'run_model']" in proc.stdout
+    assert "loaded ['add', 'mul', 'relu', 'run_model', 'run_model_profiled']" in proc.stdout
     got = np.load(tmp_path / "out.npz")
     want0, want1 = run_entry(lib, x0, x1, p0)
     np.testing.assert_array_equal(got["out0"], want0)
