@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .lang.module import IRModule
@@ -31,6 +31,7 @@ from .passes import (
     PassError,
     PassInstrument,
     Sequential,
+    convert_layout_pass,
     cse_pass,
     dce_pass,
     fold_constant_pass,
@@ -47,6 +48,7 @@ from .passes import (
     simplify_inference_pass,
     to_anf_pass,
     to_graph_normal_form_pass,
+    winograd_conv2d_pass,
 )
 from .passes import function_pass as _function_pass
 from .passes import module_pass as _module_pass
@@ -99,6 +101,18 @@ def FoldScaleAxis() -> Pass:
     return fold_scale_axis_pass
 
 
+def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]] | None = None) -> Pass:
+    """Run the operators named in `desired_layouts` in those layouts, e.g.
+    `{"nn.conv2d": ["NHWC", "default"]}` (data layout, kernel layout or "default");
+    the operators after them follow the new layout where they can, and `layout_transform`
+    is inserted only where the layout changes. Without layouts it changes nothing."""
+    from .passes.convert_layout import desired_text
+
+    if desired_layouts is None:
+        return convert_layout_pass
+    return convert_layout_pass.with_options(desired_layouts=desired_text(desired_layouts))
+
+
 def ToANormalForm() -> Pass:
     """Bind every intermediate value with a `let` (A-normal form)."""
     return to_anf_pass
@@ -107,6 +121,12 @@ def ToANormalForm() -> Pass:
 def ToGraphNormalForm() -> Pass:
     """Turn the `let` bindings of pure values into shared dataflow nodes."""
     return to_graph_normal_form_pass
+
+
+def WinogradConv2d() -> Pass:
+    """Rewrite 3x3 stride-1 NCHW convolutions with constant weights into Winograd
+    convolutions where it is faster (the part of TVM's AlterOpLayout that picks Winograd)."""
+    return winograd_conv2d_pass
 
 
 def Inline() -> Pass:
@@ -279,6 +299,7 @@ def __getattr__(attr: str) -> Callable[[], Pass]:
 
 
 __all__ = [
+    "ConvertLayout",
     "DeadCodeElimination",
     "EliminateCommonSubexpr",
     "FoldConstant",
@@ -297,6 +318,7 @@ __all__ = [
     "SimplifyInference",
     "ToANormalForm",
     "ToGraphNormalForm",
+    "WinogradConv2d",
     "function_pass",
     "module_pass",
     "register_pass",

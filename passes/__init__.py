@@ -22,6 +22,7 @@ types carried) that `simplify-expr`, `simplify-inference`, `fold-scale-axis`, `c
 """
 
 from .context import PassContext
+from .convert_layout import ConvertLayoutOptions, convert_layout_pass
 from .cse import cse_expr, cse_pass
 from .dce import DCEOptions, dce_expr, dce_pass
 from .fold_constant import FoldConstantOptions, fold_constant_pass
@@ -71,12 +72,14 @@ from .simplify_expr import simplify_expr_pass
 from .simplify_inference import simplify_inference_pass
 from .to_anf import to_anf_pass
 from .to_graph import to_graph_normal_form_pass
+from .winograd_conv2d import WinogradOptions, winograd_conv2d_pass
 
 __all__ = [
     "NORMAL_FORMS",
     "PASSES",
     "STANDARD_PIPELINES",
     "BisectResult",
+    "ConvertLayoutOptions",
     "DCEOptions",
     "DebugInstrument",
     "ExtraPasses",
@@ -92,9 +95,11 @@ __all__ = [
     "RemoveUnusedOptions",
     "Sequential",
     "TimingInstrument",
+    "WinogradOptions",
     "bisect",
     "camel_case",
     "check_well_formed",
+    "convert_layout_pass",
     "cse_expr",
     "cse_pass",
     "dce_expr",
@@ -123,4 +128,5 @@ __all__ = [
     "to_graph_normal_form_pass",
     "values_close",
     "well_formed_problems",
+    "winograd_conv2d_pass",
 ]

@@ -83,6 +83,7 @@ from . import (  # noqa: E402
     pool,
     reduce,
     transform,
+    winograd,
 )
 
 COMPUTES: OpTable[ComputeFn] = OpTable.merge(
@@ -98,6 +99,7 @@ COMPUTES: OpTable[ComputeFn] = OpTable.merge(
         pool.COMPUTES,
         reduce.COMPUTES,
         transform.COMPUTES,
+        winograd.COMPUTES,
     ],
 )
 """The compute definition of each operator, keyed by the `Op` object."""

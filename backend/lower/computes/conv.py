@@ -1,5 +1,5 @@
 """Compute definitions of convolutions: `nn.conv{1,2,3}d`, the transposed convolutions,
-`nn.contrib_conv2d_NCHWc` and the Winograd pair.
+`nn.contrib_conv2d_NCHWc` (the Winograd pair is in `winograd.py`).
 
 A convolution is a zero-padding stage (`pad`, in the data's own layout, only when padding is
 nonzero) and one reduction over input channels and kernel taps. Any TVM layout whose
@@ -15,15 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from ....lang.attrs import Attrs
-from ....lang.opdefs.semantics import layout_letters, pad_pairs, winograd_g
+from ....lang.opdefs.semantics import layout_letters, pad_pairs
 from ....lang.optable import OpTable
 from ....lang.types import Type
 from ...te.tensor import Tensor, compute, reduce_axis, sum_
-from ...tir.expr import PrimExpr, all_of, cast, const, eq, select
-from ...tir.op import call, if_then_else
+from ...tir.expr import PrimExpr, all_of, cast, const, eq
+from ...tir.op import if_then_else
 from . import ComputeFn
 from .nn import (
     int_shape,
@@ -256,97 +254,3 @@ def conv2d_transpose(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) 
     """2-D transposed convolution (weight `IOHW`)."""
     assert attrs is not None
     return [_conv_transpose(attrs, inputs, out_type, 2)]
-
-
-# --------------------------------------------------------------------------------- winograd
-
-
-def _matrix_entry(values: np.ndarray, row: PrimExpr, col: PrimExpr, dtype: str) -> PrimExpr:
-    """`values[row, col]` of a small constant matrix, as a chain of selects."""
-    rows, cols = values.shape
-    result: PrimExpr = const(0.0, dtype)
-    for r in reversed(range(rows)):
-        line: PrimExpr = const(0.0, dtype)
-        for c in reversed(range(cols)):
-            line = select(eq(col, c), const(float(values[r, c]), dtype), line)
-        result = select(eq(row, r), line, result)
-    return result
-
-
-@COMPUTES.register("nn.contrib_conv2d_winograd_weight_transform")
-def winograd_weight_transform(
-    attrs: Attrs | None, inputs: list[Tensor], out_type: Type
-) -> list[Tensor]:
-    """`U[e, n, co, ci] = sum G[e, h] G[n, w] weight[co, ci, h, w]` (weight `OIHW`), with
-    TVM's Cook-Toom matrix G rounded to the weight's dtype."""
-    assert attrs is not None
-    (weight,) = inputs
-    shape, dt = tensor_type(out_type)
-    k = int_shape(weight)[3]
-    g = np.asarray(winograd_g(int(attrs.tile_size), k)).astype(np.dtype(dt))
-    rh, rw = reduce_axis(k, "rh"), reduce_axis(k, "rw")
-
-    def body(e: PrimExpr, n: PrimExpr, co: PrimExpr, ci: PrimExpr) -> PrimExpr:
-        ge = _matrix_entry(g, e, rh.var, dt)
-        gn = _matrix_entry(g, n, rw.var, dt)
-        return sum_(ge * gn * weight[co, ci, rh, rw], axis=[rh, rw])
-
-    info = {"tile_size": int(attrs.tile_size)}
-    return [compute(shape, body, "winograd_weight_transform", "winograd_weight_transform", info)]
-
-
-@COMPUTES.register("nn.contrib_conv2d_winograd_without_weight_transform")
-def winograd_conv2d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
-    """The conv2d whose weight the (already transformed) Winograd weight came from: the
-    weight is recovered with the pseudo-inverse of G (float64; rounded half to even for
-    integer weights), then a direct convolution runs, as the reference implementation
-    defines this operator."""
-    assert attrs is not None
-    data, u = inputs
-    shape, od = tensor_type(out_type)
-    data_layout = str(attrs.data_layout)
-    groups = int(attrs.groups)
-    alpha, _, co, ci = int_shape(u)
-    tile = int(attrs.tile_size)
-    kernel = int(attrs.kernel_size[0]) if attrs.kernel_size else alpha - tile + 1
-    in_channels = primal_sizes(data_layout, int_shape(data))["C"] // groups
-    transposed = co == in_channels and ci != in_channels
-    channels = attrs.channels
-    if channels is not None and ci == int(channels) and co == in_channels and co != ci:
-        transposed = True
-    g_inv = np.linalg.pinv(np.asarray(winograd_g(tile, kernel)))
-    re, rn = reduce_axis(alpha, "re"), reduce_axis(alpha, "rn")
-    float_weight = u.dtype.startswith("float")
-
-    def recover(o: PrimExpr, i: PrimExpr, h: PrimExpr, w: PrimExpr) -> PrimExpr:
-        src = u[re, rn, i, o] if transposed else u[re, rn, o, i]
-        gh = _matrix_entry(g_inv, h, re.var, "float64")
-        gw = _matrix_entry(g_inv, w, rn.var, "float64")
-        return sum_(gh * gw * cast("float64", src), axis=[re, rn])
-
-    out_ch, in_ch = (ci, co) if transposed else (co, ci)
-    wshape = (out_ch, in_ch, kernel, kernel)
-    recovered = compute(wshape, recover, "winograd_weight_recover", "winograd_weight_recover")
-    if float_weight:
-        weight = compute(wshape, lambda *i: cast(od, recovered[i]), "winograd_weight", "elemwise")
-    else:
-        weight = compute(
-            wshape,
-            lambda *i: cast(u.dtype, call("nearbyint", recovered[i])),
-            "winograd_weight",
-            "elemwise",
-        )
-    conv = direct_conv(
-        data,
-        weight,
-        strides=per_axis(attrs.strides, 2),
-        pads=pad_pairs(attrs.padding, 2),
-        dilation=per_axis(attrs.dilation, 2),
-        groups=groups,
-        layouts=(data_layout, "OIHW", str(attrs.out_layout) or data_layout),
-        out_shape=shape,
-        out_dtype=od,
-        name="conv2d_winograd",
-        tag=f"conv2d_winograd_{data_layout.lower()}",
-    )
-    return [conv]

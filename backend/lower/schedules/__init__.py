@@ -401,6 +401,7 @@ from . import (  # noqa: E402
     pool,
     reduce,
     softmax,
+    winograd,
 )
 
 SCHEDULES: OpTable[ScheduleRule] = OpTable.merge(
@@ -412,6 +413,7 @@ SCHEDULES: OpTable[ScheduleRule] = OpTable.merge(
         pool.SCHEDULES,
         reduce.SCHEDULES,
         softmax.SCHEDULES,
+        winograd.SCHEDULES,
     ],
 )
 """The schedule rule of each operator that has one of its own, keyed by the `Op` object."""

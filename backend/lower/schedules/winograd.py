@@ -1,0 +1,193 @@
+"""The schedule of `nn.contrib_conv2d_winograd_without_weight_transform` (the stages of
+`computes.winograd`), and of the weight transform when it runs as a kernel.
+
+    input transform (parallel over channels x blocks of V tiles):
+      for c, p.outer:                                   # fused, parallel
+        D[:, :, c, p.block] = tiles (masked gathers)    # alpha x alpha vectors
+        T[e, :, c, p.block]  (e unrolled: each copy its own sum of D rows)
+        V[e, n, c, p.block]  (n unrolled: each copy its own sum of T columns)
+    batched GEMM M[e, n] = U[e, n] (K x C) @ V[e, n] (C x P): the register-blocked
+      micro-kernel of `dense.schedule_gemm` per transform position, parallel over
+      positions x column blocks, V's tiles as vectors and U's entries broadcast
+    output (parallel over images x output channels, the element-wise tail fused):
+      for b, k:                                         # fused, parallel
+        Z[k, i, :, tiles(b)] (i unrolled), O[k, i, j, tiles(b)] (j unrolled), vectors of tiles
+        for h, w (vectors): out[b, k, h, w] = tail(O[k, h % m, w % m, tile(b, h, w)])
+
+A kernel whose anchor is the direct fallback of the operator (strides, groups, integer
+dtypes) gets the generic schedule.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ....lang.optable import OpTable
+from ...target import Target
+from ...te.schedule import AttachKind
+from ...te.tensor import ComputeOp, Tensor
+from . import Schedule, ScheduleRule, last_stage, stage_order
+from .dense import (
+    Blocking,
+    analyze_product,
+    choose_blocking,
+    install,
+    packed_product,
+    schedule_gemm,
+    tail_output,
+)
+
+WINOGRAD_STAGES = (
+    "winograd_tiles",
+    "winograd_input_rows",
+    "winograd_input",
+    "winograd_gemm",
+    "winograd_output_rows",
+    "winograd_output",
+)
+"""The names of the stages `computes.winograd.winograd_nchw` makes, producers first."""
+
+
+def _size(iv: object) -> int:
+    return int(getattr(iv.dom.extent, "value", 0))  # type: ignore[attr-defined]
+
+
+def _stages(anchor: Tensor) -> dict[str, Tensor] | None:
+    """The Winograd stages behind an anchor made by `winograd_nchw`, by name; None when the
+    anchor is the direct fallback."""
+    if not isinstance(anchor.op, ComputeOp) or anchor.op.tag != "conv2d_winograd_nchw":
+        return None
+    found = {op.name: op.output(0) for op in stage_order([anchor]) if isinstance(op, ComputeOp)}
+    if not all(name in found for name in WINOGRAD_STAGES):
+        return None
+    return {name: found[name] for name in WINOGRAD_STAGES}
+
+
+def schedule_input_transform(s: Schedule, st: dict[str, Tensor], target: Target) -> None:
+    """V at root, parallel over channels x blocks of tiles; D and T computed per block."""
+    v = s[st["winograd_input"]]
+    e, n, c, p = v.op.axis
+    lanes = target.lanes(st["winograd_input"].dtype)
+    n_tiles = _size(p)
+    width = lanes if n_tiles % lanes == 0 else math.gcd(n_tiles, lanes)
+    po, pl = v.split(p, factor=width)
+    v.reorder(c, po, e, n, pl)
+    v.unroll(n)
+    v.vectorize(pl)
+    block = v.fuse(c, po)
+    if target.num_threads > 1 and math.prod(_size(a) for a in v.op.axis) >= 16 * 1024:
+        v.parallel(block)
+    for name, select_axis in (("winograd_input_rows", 0), ("winograd_tiles", -1)):
+        stage = s[st[name]]
+        stage.compute_at(v, block)
+        axes = list(stage.op.axis)
+        _, inner = stage.split(axes[3], factor=width)
+        if select_axis == 0:
+            stage.unroll(axes[0])
+        stage.vectorize(inner)
+
+
+def schedule_batched_gemm(s: Schedule, gemm: Tensor, target: Target) -> None:
+    """The register-blocked product of `dense` per transform position."""
+    p = analyze_product(s[gemm].op)
+    if p is None:
+        return
+    sizes = [_size(iv) for iv in p.op.axis]
+    lanes = target.lanes(gemm.dtype)
+    blocking = choose_blocking(sizes[-2], sizes[-1], lanes, target)
+    if sizes[-1] % blocking.nb and sizes[-1] % lanes == 0:
+        # a partial column block costs the whole product its speed: whole vectors only
+        nb = max(
+            v * lanes for v in range(1, blocking.nb // lanes + 1) if sizes[-1] % (v * lanes) == 0
+        )
+        blocking = Blocking(min(sizes[-2], 8), nb, lanes)
+    main, packed = packed_product(p, blocking.nb)
+    host = install(s, [gemm], gemm, main, lambda *i: main[i])
+    schedule_gemm(s, host, main, packed, blocking, target)
+
+
+def schedule_output(
+    s: Schedule, outputs: list[Tensor], anchor: Tensor, st: dict[str, Tensor], target: Target
+) -> None:
+    """The crop (inlined into the element-wise tail when there is one) parallel over images
+    x output channels, with Z and O computed per output channel."""
+    host = tail_output(s, outputs, anchor)
+    if host is None:
+        host = anchor
+    elif host is not anchor:
+        s[anchor].compute_inline()
+    out = s[host]
+    b, k, _, w = out.op.axis
+    lanes = target.lanes(host.dtype)
+    width = _size(w)
+    if width >= lanes:
+        _, wl = out.split(w, factor=lanes)
+        out.vectorize(wl)
+    elif width >= 4:
+        out.vectorize(w)
+    row = out.fuse(b, k)
+    if target.num_threads > 1 and _size(row) > 1:
+        out.parallel(row)
+    z, o = s[st["winograd_output_rows"]], s[st["winograd_output"]]
+    tiles = _size(o.op.axis[3])
+    vec = lanes if tiles % lanes == 0 else math.gcd(tiles, lanes)
+    for stage, select_axis in ((z, 1), (o, 2)):
+        stage.compute_at(out, row)
+        axes = list(stage.op.axis)
+        po, pl = stage.split(axes[3], factor=vec)
+        stage.reorder(axes[0], axes[1], po, axes[2], pl)
+        stage.unroll(axes[select_axis])
+        stage.vectorize(pl)
+
+
+def schedule_winograd(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
+    """The nest of the module docstring; the fallback anchor gets the generic schedule."""
+    st = _stages(s[anchor].op.output(0))
+    if st is None:
+        from .generic import schedule_generic
+
+        schedule_generic(s, outputs, anchor, target)
+        return
+    schedule_input_transform(s, st, target)
+    schedule_batched_gemm(s, st["winograd_gemm"], target)
+    schedule_output(s, outputs, anchor, st, target)
+
+
+def schedule_weight_transform(
+    s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target
+) -> None:
+    """The weight transform as a kernel: both stages at root, the transform-position axis
+    unrolled, parallel over it, the input channels as vectors (the weight is read with a
+    stride of 9 along them: gathers)."""
+    op = s[anchor].op
+    if not isinstance(op, ComputeOp) or op.tag != "winograd_weight_transform":
+        from .generic import schedule_generic
+
+        schedule_generic(s, outputs, anchor, target)
+        return
+    for t, select_axis in ((anchor, 0), (op.input_tensors[0], 1)):
+        stage = s[t]
+        if stage.attach_kind is AttachKind.INLINE:
+            continue
+        axes = list(stage.op.axis)
+        lanes = target.lanes(t.dtype)
+        stage.reorder(axes[2], axes[0], axes[1], axes[3])
+        if _size(axes[3]) >= lanes:
+            _, inner = stage.split(axes[3], factor=lanes)
+            stage.vectorize(inner)
+        stage.unroll(axes[select_axis])
+        if target.num_threads > 1 and math.prod(_size(a) for a in axes) >= 16 * 1024:
+            stage.parallel(axes[2])
+
+
+WINOGRAD: ScheduleRule = ScheduleRule(schedule_winograd, last_stage)
+"""Winograd convolution kernels, anchored at the crop stage (the operator's result)."""
+
+WEIGHT_TRANSFORM: ScheduleRule = ScheduleRule(schedule_weight_transform, last_stage)
+"""Winograd weight-transform kernels."""
+
+SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
+SCHEDULES.add("nn.contrib_conv2d_winograd_without_weight_transform", WINOGRAD)
+SCHEDULES.add("nn.contrib_conv2d_winograd_weight_transform", WEIGHT_TRANSFORM)
+
+__all__ = ["schedule_weight_transform", "schedule_winograd"]

@@ -1,0 +1,128 @@
+"""Winograd convolution (`computes.winograd`, `schedules.winograd`): the A/B/G matrices, and
+compiled kernels against the reference implementation (exact math on the transformed
+weight) and against the direct convolution within the documented tolerance, on ResNet-18's
+stride-1 3x3 layers and on shapes no tile divides."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from relay.backend.lower.computes.winograd import WINOGRAD_RTOL, winograd_matrices
+from relay.backend.runtime.op_impls import implementation_for
+from relay.backend.te import placeholder
+from relay.lang import get_op
+from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
+
+RNG = np.random.default_rng(12)
+TRANSFORM = get_op("nn.contrib_conv2d_winograd_weight_transform")
+WINOGRAD = "nn.contrib_conv2d_winograd_without_weight_transform"
+
+
+def transformed(w: np.ndarray, tile: int) -> np.ndarray:
+    """The reference weight transform of an OIHW weight."""
+    return implementation_for(TRANSFORM)([w], TRANSFORM.make_attrs(tile_size=tile))
+
+
+def direct(x: np.ndarray, w: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
+    """The reference conv2d (stride 1) with `[top, left, bottom, right]` padding."""
+    op = get_op("nn.conv2d")
+    attrs = op.make_attrs(padding=list(pads), channels=w.shape[0], kernel_size=[3, 3])
+    return implementation_for(op)([x, w], attrs)
+
+
+def run_winograd(x, u, tile, pads=(1, 1, 1, 1), channels=None, tail=None):
+    """Compile and run the Winograd operator (optionally + bias + relu); returns (got,
+    the reference implementation's result, the schedule)."""
+    xt, ut = placeholder(x.shape, "float32", "x"), placeholder(u.shape, "float32", "u")
+    k = channels if channels is not None else u.shape[2]
+    out, attrs = apply_compute(
+        WINOGRAD, [xt, ut], tile_size=tile, padding=list(pads), channels=k, kernel_size=[3, 3]
+    )
+    want = implementation_for(get_op(WINOGRAD))([x, u], attrs)
+    inputs, arrays = [xt, ut], [x, u]
+    if tail is not None:
+        bt = placeholder(tail.shape, "float32", "b")
+        biased, _ = apply_compute("nn.bias_add", [out, bt], axis=1)
+        out, _ = apply_compute("nn.relu", [biased])
+        inputs, arrays = [*inputs, bt], [*arrays, tail]
+        want = np.maximum(want + tail.reshape(1, -1, 1, 1), 0)
+    (got,), s = run_default_schedule(inputs, [out], arrays)
+    return got, want, s
+
+
+@pytest.mark.parametrize("tile", [2, 3, 4, 6])
+def test_matrices_compute_the_correlation(tile):
+    at, bt, g = winograd_matrices(tile, 3)
+    d = RNG.normal(size=(tile + 2, tile + 2))
+    k = RNG.normal(size=(3, 3))
+    y = at @ ((g @ k @ g.T) * (bt @ d @ bt.T)) @ at.T
+    want = [[np.sum(d[i : i + 3, j : j + 3] * k) for j in range(tile)] for i in range(tile)]
+    np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
+
+
+# (n, c, h, w, k, tile, pads): sizes no tile divides, channels not multiples of 8 or 16
+ODD_CASES = [
+    (1, 5, 7, 9, 11, 4, (1, 1, 1, 1)),
+    (2, 3, 11, 6, 13, 2, (1, 1, 1, 1)),
+    (1, 17, 9, 9, 9, 4, (0, 0, 0, 0)),
+    (1, 6, 5, 13, 7, 2, (1, 2, 0, 1)),  # asymmetric padding
+    (3, 4, 3, 3, 5, 4, (1, 1, 1, 1)),  # one partial tile per image
+]
+
+
+@pytest.mark.parametrize("case", ODD_CASES)
+def test_odd_shapes_match_the_reference(case):
+    n, c, h, w, k, tile, pads = case
+    x = RNG.normal(size=(n, c, h, w)).astype("float32")
+    wt = RNG.normal(size=(k, c, 3, 3)).astype("float32")
+    got, want, s = run_winograd(x, transformed(wt, tile), tile, pads)
+    assert "winograd_gemm" in str(s.trace)  # the Winograd stages, not the fallback
+    assert_matches(got, want, atol_scale=WINOGRAD_RTOL[tile])
+    assert_matches(got, direct(x, wt, pads), atol_scale=WINOGRAD_RTOL[tile])
+
+
+def test_transposed_weight_and_tail():
+    x = RNG.normal(size=(1, 3, 10, 10)).astype("float32")
+    wt = RNG.normal(size=(12, 3, 3, 3)).astype("float32")
+    u = np.ascontiguousarray(transformed(wt, 4).transpose(0, 1, 3, 2))  # (6, 6, CI, CO)
+    b = RNG.normal(size=(12,)).astype("float32")
+    got, want, s = run_winograd(x, u, 4, channels=12, tail=b)
+    assert 'compute_at("winograd_output", "relu"' in str(s.trace)
+    assert_matches(got, want, atol_scale=WINOGRAD_RTOL[4])
+
+
+def test_strided_call_uses_the_direct_fallback():
+    x = RNG.normal(size=(1, 4, 9, 9)).astype("float32")
+    wt = RNG.normal(size=(6, 4, 3, 3)).astype("float32")
+    u = transformed(wt, 2)
+    xt, ut = placeholder(x.shape, "float32", "x"), placeholder(u.shape, "float32", "u")
+    out, attrs = apply_compute(
+        WINOGRAD, [xt, ut], tile_size=2, strides=[2, 2], padding=[1, 1], channels=6,
+        kernel_size=[3, 3],
+    )  # fmt: skip
+    want = implementation_for(get_op(WINOGRAD))([x, u], attrs)
+    (got,), s = run_default_schedule([xt, ut], [out], [x, u])
+    assert "winograd_gemm" not in str(s.trace)
+    assert_matches(got, want)
+
+
+@pytest.mark.parametrize("tile", [2, 4])
+def test_weight_transform_kernel(tile):
+    w = RNG.normal(size=(24, 10, 3, 3)).astype("float32")
+    wt = placeholder(w.shape, "float32", "w")
+    out, _ = apply_compute(TRANSFORM.name, [wt], tile_size=tile)
+    (got,), _ = run_default_schedule([wt], [out], [w])
+    assert_matches(got, transformed(w, tile))
+
+
+# ResNet-18's stride-1 3x3 layers (batch 1), with the tile the rewrite rule picks for them
+RESNET = [(64, 56, 4), (128, 28, 4), (256, 14, 4), (512, 7, 2)]
+
+
+@pytest.mark.parametrize(("c", "h", "tile"), RESNET)
+def test_resnet18_layers_match_direct_convolution(c, h, tile):
+    x = RNG.normal(size=(1, c, h, h)).astype("float32")
+    wt = RNG.normal(size=(c, c, 3, 3)).astype("float32")
+    got, want, _ = run_winograd(x, transformed(wt, tile), tile)
+    assert_matches(got, want, atol_scale=WINOGRAD_RTOL[tile])
+    assert_matches(got, direct(x, wt, (1, 1, 1, 1)), atol_scale=WINOGRAD_RTOL[tile])
