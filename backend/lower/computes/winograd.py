@@ -8,22 +8,28 @@ weight U came from (U may also come as `(alpha, alpha, CI, CO)` when the channel
 For a stride-1, undilated, ungrouped float NCHW convolution it is a real Winograd algorithm
 with the A and B matrices that match G (`winograd_matrices`):
 
-    tiles  D[i, j, c, p]  = x[b, c, th*m + i - pad_top, tw*m + j - pad_left]   (0 outside)
-    rows   T[e, j, c, p]  = sum_i BT[e, i] D[i, j, c, p]
-    cols   V[e, n, c, p]  = sum_j BT[n, j] T[e, j, c, p]                   (V = BT d B)
+    pad    X[b, c, y, x]  = x[b, c, y - pad_top, x - pad_left]                (0 outside)
+    tiles  D[i, j, c, q, t] = X[b(q), c, th(q)*m + i, t*m + j]          (t vectorized: gathers)
+    rows   T[e, j, c, q, t] = sum_i BT[e, i] D[i, j, c, q, t]
+    cols   V[e, n, c, p]  = sum_j BT[n, j] T[e, j, c, p // TWP, p % TWP]  (V = BT d B)
     gemm   M[e, n, k, p]  = sum_c U[e, n, k, c] V[e, n, c, p]              (alpha^2 GEMMs)
     rows   Z[k, i, n, p]  = sum_e AT[i, e] M[e, n, k, p]
-    cols   O[k, i, j, p]  = sum_n AT[j, n] Z[k, i, n, p]                   (O = AT M A)
-    out    y[b, k, h, w]  = O[k, h % m, w % m, tile(b, h // m, w // m)]    (cropped)
+    cols   O[k, q, i, x]  = sum_n AT[x % m, n] Z[k, i, n, q*TWP + x // m]  (O = AT M A)
+    out    y[b, k, h, w]  = O[k, b*TH + h // m, h % m, w]                   (cropped)
 
-with `p` the tile index `(b * TH + th) * TW + tw` over `TH x TW = ceil(OH/m) x ceil(OW/m)`
-tiles per image, padded to a multiple of `TILE_BLOCK` tiles (the last row and column of
-tiles, and the padding tiles, read zeros and compute outputs that are cropped). Each
-transform stage is a `select` over its transform-position axis of explicit sums of the
-nonzero matrix entries: the schedule unrolls that axis and each copy simplifies to its own
-sum. Any other convolution (strides, dilation, groups, another
-layout, integer dtypes) recovers the weight with the pseudo-inverse of G and runs a direct
-convolution, as the reference implementation defines the operator.
+Tile `p = q * TWP + t` is tile column `t` of tile row `q = b * TH + th` (`tile_grid`): the
+`TW = ceil(OW/m)` columns padded to `TWP` (whole vectors), the `B * TH` rows padded to `Q`
+(`Q * TWP` a multiple of `TILE_BLOCK`; padding rows read the last real row). The padded
+columns read zeros; padding tiles compute outputs nobody reads. Tiles of a row are
+consecutive, so the gather reads `X` with stride m along `t`, and O stores a row of output
+pixels contiguously, so the crop is a contiguous vector copy. The row stages (T, V, Z) are a
+`select` over their transform-position axis of explicit sums of the nonzero matrix entries;
+the schedule unrolls that axis and each copy simplifies to its own sum. O is a sum over all
+`n` with the coefficients `AT[x % m, n]` vectorized over `x % m` (constant vectors).
+
+Any other convolution (strides, dilation, groups, another layout, integer dtypes) recovers
+the weight with the pseudo-inverse of G and runs a direct convolution, as the reference
+implementation defines the operator.
 
 Numerics: Winograd is exact in real arithmetic; in float32 its rounding error grows with
 the tile (the transforms' entries reach 8 for F(4,3)): relative to the output's largest
@@ -33,7 +39,11 @@ magnitude it stays below about 1e-5 for F(2,3) and 1e-4 for F(4,3) on unit-norma
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
 from collections.abc import Sequence
+from fractions import Fraction
 from functools import cache
 
 import numpy as np
@@ -43,7 +53,7 @@ from ....lang.opdefs.semantics import pad_pairs, winograd_g
 from ....lang.optable import OpTable
 from ....lang.types import Type
 from ...te.tensor import Tensor, compute, reduce_axis, sum_
-from ...tir.expr import PrimExpr, all_of, cast, const, eq, select
+from ...tir.expr import PrimExpr, all_of, cast, const, eq, min_, select
 from ...tir.op import call, if_then_else
 from . import ComputeFn
 from .conv import direct_conv
@@ -83,8 +93,18 @@ def winograd_matrices(tile: int, kernel: int) -> tuple[np.ndarray, np.ndarray, n
         if not np.allclose(system @ solution, rhs, atol=1e-9):  # pragma: no cover
             raise ValueError(f"no Winograd B matrix for F({tile}, {kernel})")
         bt[:, col] = solution
-    bt[np.abs(bt) < 1e-12] = 0.0
-    return a.T.copy(), bt, g
+    return _snapped(a.T), _snapped(bt), g
+
+
+def _snapped(matrix: np.ndarray) -> np.ndarray:
+    """`matrix` with entries within 1e-9 of a fraction of denominator at most 1024 made that
+    fraction (the solver's noise removed: entries of 1, -1 and 0 become exact)."""
+    out = np.array(matrix, dtype=np.float64)
+    for index, value in np.ndenumerate(out):
+        near = float(Fraction(value).limit_denominator(1024))
+        if abs(near - value) < 1e-9:
+            out[index] = near
+    return out
 
 
 def _matrix_entry(values: np.ndarray, row: PrimExpr, col: PrimExpr, dtype: str) -> PrimExpr:
@@ -96,6 +116,15 @@ def _matrix_entry(values: np.ndarray, row: PrimExpr, col: PrimExpr, dtype: str) 
         for c in reversed(range(cols)):
             line = select(eq(col, c), const(float(values[r, c]), dtype), line)
         result = select(eq(row, r), line, result)
+    return result
+
+
+def column_entry(column: np.ndarray, row: PrimExpr, dtype: str) -> PrimExpr:
+    """`column[row]` of a small constant vector for a symbolic `row`: a chain of selects of
+    constants (vectorized over `row`, one constant vector)."""
+    result: PrimExpr = const(float(column[-1]), dtype)
+    for r in reversed(range(len(column) - 1)):
+        result = select(eq(row, r), const(float(column[r]), dtype), result)
     return result
 
 
@@ -198,6 +227,18 @@ def winograd_conv2d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -
     return [winograd_nchw(attrs, data, u, shape, od)]
 
 
+def tile_grid(batch: int, oh: int, ow: int, tile: int) -> tuple[int, int, int, int]:
+    """(tile rows per image `TH`, tile columns `TW`, padded tile columns `TWP`, padded tile
+    rows of the whole batch `Q`) of the layout in the module docstring. `TWP` is `TW`
+    rounded up to a multiple of 4 (from 3 columns on) so a row of tiles makes whole vectors;
+    `Q` is `batch * TH` rounded up so that `Q * TWP` is a multiple of `TILE_BLOCK`."""
+    th_n, tw_n = -(-oh // tile), -(-ow // tile)
+    tw_p = -(-tw_n // 4) * 4 if tw_n >= 3 else tw_n
+    rows = batch * th_n
+    step = TILE_BLOCK // math.gcd(TILE_BLOCK, tw_p)
+    return th_n, tw_n, tw_p, -(-rows // step) * step
+
+
 def winograd_nchw(attrs: Attrs, data: Tensor, u: Tensor, shape: Sequence[int], od: str) -> Tensor:
     """The Winograd stages of the module docstring (stride 1, NCHW)."""
     batch, channels, height, width = int_shape(data)
@@ -208,27 +249,34 @@ def winograd_nchw(attrs: Attrs, data: Tensor, u: Tensor, shape: Sequence[int], o
     transposed = _transposed_weight(attrs, tuple(int_shape(u)), channels)
     at, bt, _ = winograd_matrices(tile, kernel)
     (top, _), (left, _) = pad_pairs(attrs.padding, 2)
-    th_n, tw_n = -(-oh // tile), -(-ow // tile)
-    per_image = th_n * tw_n
-    n_tiles = -(-batch * per_image // TILE_BLOCK) * TILE_BLOCK
+    th_n, _, tw_p, q_n = tile_grid(batch, oh, ow, tile)
+    rows = batch * th_n
+    n_tiles = q_n * tw_p
+    zero = const(0, data.dtype)
 
-    def tiles(i: PrimExpr, j: PrimExpr, c: PrimExpr, p: PrimExpr) -> PrimExpr:
-        b, rest = p // per_image, p % per_image
-        h = (rest // tw_n) * tile + i - top
-        w = (rest % tw_n) * tile + j - left
-        ok = all_of(p < batch * per_image, h >= 0, h < height, w >= 0, w < width)
-        return cast(od, if_then_else(ok, data[b, c, h, w], const(0, data.dtype)))
+    def padded(b: PrimExpr, c: PrimExpr, y: PrimExpr, x: PrimExpr) -> PrimExpr:
+        h, w = y - top, x - left
+        ok = all_of(h >= 0, h < height, w >= 0, w < width)
+        return cast(od, if_then_else(ok, data[b, c, h, w], zero))
 
-    d = compute((alpha, alpha, channels, n_tiles), tiles, "winograd_tiles", "winograd_tiles")
+    pad_shape = (batch, channels, th_n * tile + kernel - 1, tw_p * tile + kernel - 1)
+    xpad = compute(pad_shape, padded, "winograd_pad", "winograd_pad")
+
+    def tiles(i: PrimExpr, j: PrimExpr, c: PrimExpr, q: PrimExpr, tw: PrimExpr) -> PrimExpr:
+        row = q if q_n == rows else min_(q, const(rows - 1))  # padding rows repeat the last
+        return xpad[row // th_n, c, (row % th_n) * tile + i, tw * tile + j]
+
+    grid = (channels, q_n, tw_p)
+    d = compute((alpha, alpha, *grid), tiles, "winograd_tiles", "winograd_tiles")
     t = compute(
-        (alpha, alpha, channels, n_tiles),
-        lambda e, j, c, p: combine_rows(bt, e, lambda i: d[i, j, c, p], od),
+        (alpha, alpha, *grid),
+        lambda e, j, c, q, tw: combine_rows(bt, e, lambda i: d[i, j, c, q, tw], od),
         "winograd_input_rows",
         "winograd_transform",
     )
     v = compute(
         (alpha, alpha, channels, n_tiles),
-        lambda e, n, c, p: combine_rows(bt, n, lambda j: t[e, j, c, p], od),
+        lambda e, n, c, p: combine_rows(bt, n, lambda j: t[e, j, c, p // tw_p, p % tw_p], od),
         "winograd_input",
         "winograd_transform",
     )
@@ -245,15 +293,17 @@ def winograd_nchw(attrs: Attrs, data: Tensor, u: Tensor, shape: Sequence[int], o
         "winograd_output_rows",
         "winograd_transform",
     )
-    o = compute(
-        (out_channels, tile, tile, n_tiles),
-        lambda k, i, j, p: combine_rows(at, j, lambda n: z[k, i, n, p], od),
-        "winograd_output",
-        "winograd_transform",
-    )
+
+    def columns(k: PrimExpr, q: PrimExpr, i: PrimExpr, x: PrimExpr) -> PrimExpr:
+        p, j = q * tw_p + x // tile, x % tile
+        terms = [z[k, i, n, p] * column_entry(at[:, n], j, od) for n in range(alpha)]
+        return functools.reduce(operator.add, terms)
+
+    o_shape = (out_channels, q_n, tile, tw_p * tile)
+    o = compute(o_shape, columns, "winograd_output", "winograd_output")
 
     def crop(b: PrimExpr, k: PrimExpr, h: PrimExpr, w: PrimExpr) -> PrimExpr:
-        return o[k, h % tile, w % tile, b * per_image + (h // tile) * tw_n + w // tile]
+        return o[k, b * th_n + h // tile, h % tile, w]
 
     workload = ("conv2d_winograd", (batch, channels, height, width), tuple(int_shape(u)),
                 tile, tuple(pad_pairs(attrs.padding, 2)), od)  # fmt: skip

@@ -1,18 +1,21 @@
 """The schedule of `nn.contrib_conv2d_winograd_without_weight_transform` (the stages of
 `computes.winograd`), and of the weight transform when it runs as a kernel.
 
-    input transform (parallel over channels x blocks of V tiles):
-      for c, p.outer:                                   # fused, parallel
-        D[:, :, c, p.block] = tiles (masked gathers)    # alpha x alpha vectors
-        T[e, :, c, p.block]  (e unrolled: each copy its own sum of D rows)
-        V[e, n, c, p.block]  (n unrolled: each copy its own sum of T columns)
+    input transform (parallel over channels):
+      for c:                                            # parallel
+        X[:, c] = padded channel (borders peeled by loop partitioning)
+        for q (tile rows):
+          D[:, :, c, q, :] = tiles (stride-m gathers, vectors along the row's tiles)
+          T[e, :, c, q, :]  (e unrolled: each copy its own sum of D rows)
+          V[e, n, c, q*TWP:(q+1)*TWP]  (n unrolled: each copy its own sum of T columns)
     batched GEMM M[e, n] = U[e, n] (K x C) @ V[e, n] (C x P): the register-blocked
       micro-kernel of `dense.schedule_gemm` per transform position, parallel over
       positions x column blocks, V's tiles as vectors and U's entries broadcast
     output (parallel over images x output channels, the element-wise tail fused):
       for b, k:                                         # fused, parallel
-        Z[k, i, :, tiles(b)] (i unrolled), O[k, i, j, tiles(b)] (j unrolled), vectors of tiles
-        for h, w (vectors): out[b, k, h, w] = tail(O[k, h % m, w % m, tile(b, h, w)])
+        Z[k, i, :, tiles(b)] (i unrolled, vectors of tiles)
+        O[k, rows(b), i, tw*m : tw*m+m]  (vectors along the m columns of a tile)
+        for h, w (vectors): out[b, k, h, w] = tail(O[k, b*TH + h // m, h % m, w])
 
 A kernel whose anchor is the direct fallback of the operator (strides, groups, integer
 dtypes) gets the generic schedule.
@@ -38,6 +41,7 @@ from .dense import (
 )
 
 WINOGRAD_STAGES = (
+    "winograd_pad",
     "winograd_tiles",
     "winograd_input_rows",
     "winograd_input",
@@ -49,7 +53,9 @@ WINOGRAD_STAGES = (
 
 
 def _size(iv: object) -> int:
-    return int(getattr(iv.dom.extent, "value", 0))  # type: ignore[attr-defined]
+    """The constant extent of an axis (or a dimension); 0 when it is not constant."""
+    extent = getattr(getattr(iv, "dom", None), "extent", iv)
+    return int(getattr(extent, "value", 0))
 
 
 def _stages(anchor: Tensor) -> dict[str, Tensor] | None:
@@ -63,28 +69,43 @@ def _stages(anchor: Tensor) -> dict[str, Tensor] | None:
     return {name: found[name] for name in WINOGRAD_STAGES}
 
 
+def tile_vector(tiles: int, lanes: int) -> int:
+    """The vector width along a row of `tiles` tiles: whole vectors of `lanes`, else of 4,
+    else the row (1: not vectorized)."""
+    for width in (lanes, 4):
+        if tiles % width == 0:
+            return width
+    return tiles
+
+
 def schedule_input_transform(s: Schedule, st: dict[str, Tensor], target: Target) -> None:
-    """V at root, parallel over channels x blocks of tiles; D and T computed per block."""
+    """V at root, parallel over channels; the padded channel per channel, D and T per row
+    of tiles, vectors along the tiles of the row."""
     v = s[st["winograd_input"]]
     e, n, c, p = v.op.axis
-    lanes = target.lanes(st["winograd_input"].dtype)
-    n_tiles = _size(p)
-    width = lanes if n_tiles % lanes == 0 else math.gcd(n_tiles, lanes)
-    po, pl = v.split(p, factor=width)
-    v.reorder(c, po, e, n, pl)
+    row_tiles = _size(st["winograd_tiles"].shape[-1])
+    width = tile_vector(row_tiles, target.lanes(st["winograd_input"].dtype))
+    row, inner = v.split(p, factor=row_tiles)
+    if width < row_tiles:
+        block, inner = v.split(inner, factor=width)
+        v.reorder(c, row, e, n, block, inner)
+    else:
+        v.reorder(c, row, e, n, inner)
     v.unroll(n)
-    v.vectorize(pl)
-    block = v.fuse(c, po)
+    if width > 1:
+        v.vectorize(inner)
     if target.num_threads > 1 and math.prod(_size(a) for a in v.op.axis) >= 16 * 1024:
-        v.parallel(block)
-    for name, select_axis in (("winograd_input_rows", 0), ("winograd_tiles", -1)):
+        v.parallel(c)
+    s[st["winograd_pad"]].compute_at(v, c)
+    for name in ("winograd_input_rows", "winograd_tiles"):
         stage = s[st[name]]
-        stage.compute_at(v, block)
+        stage.compute_at(v, row)
         axes = list(stage.op.axis)
-        _, inner = stage.split(axes[3], factor=width)
-        if select_axis == 0:
+        if name == "winograd_input_rows":
             stage.unroll(axes[0])
-        stage.vectorize(inner)
+        if width > 1:
+            _, lane = stage.split(axes[-1], factor=width)
+            stage.vectorize(lane)
 
 
 def schedule_batched_gemm(s: Schedule, gemm: Tensor, target: Target) -> None:
@@ -129,15 +150,19 @@ def schedule_output(
     if target.num_threads > 1 and _size(row) > 1:
         out.parallel(row)
     z, o = s[st["winograd_output_rows"]], s[st["winograd_output"]]
-    tiles = _size(o.op.axis[3])
-    vec = lanes if tiles % lanes == 0 else math.gcd(tiles, lanes)
-    for stage, select_axis in ((z, 1), (o, 2)):
-        stage.compute_at(out, row)
-        axes = list(stage.op.axis)
-        po, pl = stage.split(axes[3], factor=vec)
-        stage.reorder(axes[0], axes[1], po, axes[2], pl)
-        stage.unroll(axes[select_axis])
-        stage.vectorize(pl)
+    z.compute_at(out, row)
+    k, i, n, p = z.op.axis
+    vec = tile_vector(_size(st["winograd_tiles"].shape[-1]), lanes)
+    po, pl = z.split(p, factor=vec)
+    z.reorder(k, i, po, n, pl)
+    z.unroll(i)
+    if vec > 1:
+        z.vectorize(pl)
+    o.compute_at(out, row)
+    x = o.op.axis[3]
+    tile = _size(o.op.axis[2])
+    _, j = o.split(x, factor=tile)
+    o.vectorize(j)
 
 
 def schedule_winograd(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:

@@ -7,9 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from relay.backend.lower.computes.winograd import WINOGRAD_RTOL, winograd_matrices
+from relay.backend.lower.computes.winograd import (
+    TILE_BLOCK,
+    WINOGRAD_RTOL,
+    tile_grid,
+    winograd_matrices,
+)
+from relay.backend.lower.lower_func import schedule_outputs
 from relay.backend.runtime.op_impls import implementation_for
-from relay.backend.te import placeholder
+from relay.backend.te import lower, placeholder
+from relay.backend.tir.expr import Ramp, Select
+from relay.backend.tir.stmt import BufferStore
+from relay.backend.tir.transform import lower_pipeline
+from relay.backend.tir.visitor import sub_expressions
 from relay.lang import get_op
 from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
 
@@ -67,6 +77,9 @@ ODD_CASES = [
     (1, 17, 9, 9, 9, 4, (0, 0, 0, 0)),
     (1, 6, 5, 13, 7, 2, (1, 2, 0, 1)),  # asymmetric padding
     (3, 4, 3, 3, 5, 4, (1, 1, 1, 1)),  # one partial tile per image
+    (2, 4, 4, 8, 6, 4, (1, 1, 1, 1)),  # two tile columns; padding rows repeat the last image
+    (1, 3, 5, 46, 4, 4, (1, 1, 1, 1)),  # 12 tile columns: vectors of 4
+    (1, 3, 6, 62, 5, 4, (1, 1, 1, 1)),  # 16 tile columns: two vectors of 8 per row
 ]
 
 
@@ -126,3 +139,47 @@ def test_resnet18_layers_match_direct_convolution(c, h, tile):
     got, want, _ = run_winograd(x, transformed(wt, tile), tile)
     assert_matches(got, want, atol_scale=WINOGRAD_RTOL[tile])
     assert_matches(got, direct(x, wt, (1, 1, 1, 1)), atol_scale=WINOGRAD_RTOL[tile])
+
+
+@pytest.mark.parametrize(("batch", "oh", "ow", "tile"), [(1, 28, 28, 4), (1, 7, 7, 2), (2, 5, 9, 4),
+                                                         (3, 3, 3, 4), (1, 56, 56, 4)])  # fmt: skip
+def test_tile_grid_makes_whole_vectors(batch, oh, ow, tile):
+    th, tw, tw_p, rows = tile_grid(batch, oh, ow, tile)
+    assert (th - 1) * tile < oh <= th * tile and (tw - 1) * tile < ow <= tw * tile
+    assert tw <= tw_p and (tw_p % 4 == 0 or tw < 3)
+    assert batch * th <= rows and rows * tw_p % TILE_BLOCK == 0
+
+
+def _lowered_stores(c, h, tile):
+    """The stores of the lowered Winograd kernel of a `c`-channel `h x h` layer, by buffer."""
+    xt = placeholder((1, c, h, h), "float32", "x")
+    ut = placeholder((tile + 2, tile + 2, c, c), "float32", "u")
+    out, _ = apply_compute(
+        WINOGRAD, [xt, ut], tile_size=tile, padding=[1, 1, 1, 1], channels=c, kernel_size=[3, 3]
+    )
+    s, _ = schedule_outputs([out], None)
+    func = lower_pipeline(lower(s, [xt, ut, out], "kernel"))
+    stores: dict[str, list[BufferStore]] = {}
+    stack = [func.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BufferStore):
+            stores.setdefault(node.buffer.name, []).append(node)
+        stack.extend(getattr(node, name) for name in ("body", "then_case", "else_case")
+                     if getattr(node, name, None) is not None)  # fmt: skip
+        stack.extend(getattr(node, "stmts", ()))
+    return stores, out.op.name
+
+
+@pytest.mark.parametrize(("c", "h", "tile"), [(128, 28, 4), (512, 7, 2)])
+def test_gather_transforms_and_crop_are_vectors_without_position_selects(c, h, tile):
+    stores, out_name = _lowered_stores(c, h, tile)
+    for name in ("winograd_tiles", "winograd_input_rows", "winograd_input",
+                 "winograd_output_rows", "winograd_output", out_name):  # fmt: skip
+        vectors = [any(isinstance(i, Ramp) for i in st.indices) for st in stores[name]]
+        if name == "winograd_output":  # a partial last tile of a row (odd widths) is scalar
+            assert any(vectors), name
+            continue  # its coefficients are selects of constant vectors
+        assert vectors and all(vectors), f"scalar store to {name}"
+        for st in stores[name]:
+            assert not any(isinstance(n, Select) for n in sub_expressions(st.value)), name
