@@ -8,11 +8,13 @@ is kept as a primitive function that the model runs in the interpreter.
 
 A model whose tensors need more memory than this machine has is refused first, with the
 byte count, before anything is compiled or allocated; so is a kernel computing a tensor
-too big for 64-bit indices. Symbol names carry the plan's digest (`plan_digest`), so a
-saved artifact's object code commits to its plan. The thread pool is set to the target's
-thread count. A model compiled for CPU features this host lacks can be saved (to run
-elsewhere) but not run here: running it is an `Error` naming the features, never an
-illegal instruction.
+too big for 64-bit indices. Stages of a kernel that depend only on the plan's constants
+(packed weights) are computed at build time (`fold_plan`), which changes the plan's
+constants and the steps' inputs. Symbol names carry the digest of the final plan
+(`plan_digest`), so a saved artifact's object code commits to its plan. The thread pool is
+set to the target's thread count. A model compiled for CPU features this host lacks can be
+saved (to run elsewhere) but not run here: running it is an `Error` naming the features,
+never an illegal instruction.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from ..target import Target
 from ..tir.printer import astext as tir_text
 from ..tir.transform import lower_pipeline
 from .artifact import plan_digest, save_artifact
+from .fold_plan import constant_params, fold_into_plan
 from .memory_plan import place_slots
 
 
@@ -71,6 +74,11 @@ def _te_text(fn: Function, lowered: LoweredKernel) -> str:
         f"# kernel {lowered.name} (anchor: {lowered.anchor_tag})\n{print_expr(fn)}\n"
         f"# schedule\n{trace}\n# loop nest\n{tir_text(lowered.func)}"
     )
+
+
+def _renamed(lowered: LoweredKernel, name: str) -> LoweredKernel:
+    """`lowered` with its kernel called `name`."""
+    return attrs.evolve(lowered, name=name, func=attrs.evolve(lowered.func, name=name))
 
 
 INDEX_LIMIT = 2**63 - 1
@@ -131,19 +139,41 @@ def compile_plan(
     name: str = "model",
     dump: dict[str, Any] | None = None,
     types: ModuleTypes | None = None,
+    fold_weights: bool = True,
 ) -> CompiledModel:
     """Lower, schedule and compile every kernel of `plan` for `target` (default: this host)
     into one library with an entry point; `dump`, when given, receives what each stage
     produced (`te`, `tir`, `llvm`, `asm`) as text. `types`, the types of the module the plan
-    was made from, types the kernels (without it, lowering infers each kernel's types)."""
+    was made from, types the kernels (without it, lowering infers each kernel's types).
+    With `fold_weights` (the default), the stages of a kernel that depend only on the
+    plan's constants (packed weights) are computed here, once (`fold_plan`): the model's
+    plan then passes those values instead of the weights."""
     target = target if target is not None else Target.host()
     if target.kind != "llvm":
         raise Error(f"compile_plan compiles for an llvm target, not `{target}`")
     # Say how much memory the model needs, and refuse, before compiling or allocating.
     slot_kind, output_slots, memory = place_slots(plan)
     check_model_fits(plan, memory, sum(c.nbytes for c in plan.constants))
+    original = plan
     seconds: dict[str, float] = {}
     start = time.perf_counter()
+    weights = constant_params(plan) if fold_weights else {}
+    lowered_by_kernel: dict[int, LoweredKernel] = {}
+    for k, fn in enumerate(plan.kernels):
+        check_index_range(fn, types)
+        try:
+            lowered_by_kernel[k] = lower_primitive(
+                fn, types, f"k{k}", target, constant_params=weights.get(k)
+            )
+        except LoweringError:
+            continue
+    seconds["lower"] = time.perf_counter() - start
+    start = time.perf_counter()
+    plan = fold_into_plan(plan, lowered_by_kernel)
+    if plan is not original:
+        slot_kind, output_slots, memory = place_slots(plan)
+        check_model_fits(plan, memory, sum(c.nbytes for c in plan.constants))
+    seconds["fold"] = time.perf_counter() - start
     params: list[np.ndarray] = list(plan.constants)
     infos: list[KernelInfo] = []
     scheduled: list[tuple[Function, LoweredKernel]] = []
@@ -153,17 +183,14 @@ def compile_plan(
     names = _UniqueNames()
     for k, fn in enumerate(plan.kernels):
         kname = f"{prefix}_k{k}"
-        check_index_range(fn, types)
-        try:
-            lowered = lower_primitive(fn, types, kname, target)
-        except LoweringError:
+        if k not in lowered_by_kernel:
             infos.append(KernelInfo(kname, (), fn, names.unique(interpreted_cost(fn))))
             continue
+        lowered = _renamed(lowered_by_kernel[k], kname)
         lifted = tuple(range(len(params), len(params) + len(lowered.constants)))
         params.extend(lowered.constants)
         infos.append(KernelInfo(kname, lifted, None, names.unique(describe_kernel(fn, lowered))))
         scheduled.append((fn, lowered))
-    seconds["lower"] = time.perf_counter() - start
     start = time.perf_counter()
     prim_funcs = [lower_pipeline(lowered.func) for _, lowered in scheduled]
     seconds["tir"] = time.perf_counter() - start

@@ -4,7 +4,7 @@
     kernel.func        # PrimFunc(params: fn's params, lifted constants, outputs)
     kernel.constants   # the arrays to pass for the lifted constants
 
-Three steps:
+Four steps:
 
 1. `lower_to_te`: the body is walked in post-order (iteratively); a parameter becomes a
    placeholder, an operator call its compute definition (`computes.apply_compute`), a tuple a
@@ -19,7 +19,10 @@ Three steps:
    rule for it, e.g. conv2d, dense, a pool, softmax or a reduction); every materialized
    stage it leaves untouched at root gets the default loop nest of its kind
    (`schedules.generic.schedule_secondary`).
-3. `te.lower` builds the PrimFunc (inputs the outputs do not read still get a param).
+3. With `constant_params` (the weights: parameters every call passes a constant), the
+   stages that depend only on weights (a packed weight) are folded: computed at build time
+   and read by the kernel as inputs (`fold_constants`; `LoweredKernel.inputs`, `.folded`).
+4. `te.lower` builds the PrimFunc (inputs the outputs do not read still get a param).
 
 Errors: `MissingComputeError` (an operator has no compute definition) and `LoweringError`
 (dynamic shapes, non-tensor values, calls of functions) tell the executor to run the
@@ -28,7 +31,7 @@ function another way; neither is a user error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,6 +51,7 @@ from ..tir.expr import Reduce, const
 from ..tir.stmt import PrimFunc
 from ..tir.visitor import children as tir_children
 from .computes import apply_compute, has_compute
+from .fold_constants import FoldedStage, fold_constant_stages
 from .schedules import is_injective_tag, stage_order
 
 MAX_INLINE_DEPTH = 150
@@ -95,10 +99,12 @@ class TEGraph:
 class LoweredKernel:
     """A scheduled kernel for one Primitive function.
 
-    `func` takes, in order, a buffer per (flattened) parameter of the function, one per
-    lifted constant (pass `constants` for them) and one per output tensor. `anchor_tag` is
-    the tag of the anchor stage (whose operator chose the schedule); `trace` is the
-    schedule's recorded primitives; `te` the tensor expressions it was built from."""
+    `func` takes, in order, a buffer per (flattened) parameter of the function (`inputs`
+    says which: all of them unless weight-only stages were folded), one per folded stage
+    (`folded`: compute each from the weights a call passes), one per lifted constant (pass
+    `constants` for them) and one per output tensor. `anchor_tag` is the tag of the anchor
+    stage (whose operator chose the schedule); `trace` is the schedule's recorded
+    primitives; `te` the tensor expressions it was built from."""
 
     name: str
     func: PrimFunc
@@ -108,6 +114,16 @@ class LoweredKernel:
     anchor_tag: str
     trace: Any
     te: TEGraph
+    param_positions: tuple[int, ...] | None = None
+    folded: tuple[FoldedStage, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[int, ...]:
+        """The (flattened) parameters of the function the kernel takes, in order: all of
+        them, unless folding dropped weights it no longer reads."""
+        if self.param_positions is None:
+            return tuple(range(len(self.param_types)))
+        return self.param_positions
 
 
 # ------------------------------------------------------------------------------ types
@@ -445,22 +461,42 @@ def lower_primitive(
     types: ModuleTypes | FuncType | Sequence[Any] | None,
     name: str,
     target: Target | None = None,
+    constant_params: Collection[int] | None = None,
 ) -> LoweredKernel:
     """Lower a Primitive function to a scheduled kernel called `name` (module docstring).
-    `MissingComputeError` if an operator has no compute definition; `LoweringError` for
-    anything else this lowering cannot compile."""
+    With `constant_params` (positions of the flattened parameters every call passes a
+    constant to; may be empty), the stages that depend only on those and on the lifted
+    constants are computed at build time (`fold_constants`). `MissingComputeError` if an
+    operator has no compute definition; `LoweringError` for anything else this lowering
+    cannot compile."""
     from ..te.lower import lower as te_lower
 
     graph = lower_to_te(func, types)
     s, anchor = schedule_outputs(graph.outputs, target)
-    prim = _with_unused_params(s, graph.args, name, te_lower)
+    folding = None
+    if constant_params is not None:
+        folding = fold_constant_stages(s, graph.params, graph.constants, constant_params)
+    if folding is None:
+        args = graph.args
+        constants = graph.constants
+    else:
+        constants = folding.constants
+        args = [
+            *(graph.params[k] for k in folding.param_positions),
+            *(f.input for f in folding.folded),
+            *(t for t, _ in constants),
+            *graph.outputs,
+        ]
+    prim = _with_unused_params(s, args, name, te_lower)
     return LoweredKernel(
         name=name,
         func=prim,
-        constants=tuple(a for _, a in graph.constants),
+        constants=tuple(a for _, a in constants),
         param_types=graph.param_types,
         output_types=graph.output_types,
         anchor_tag=getattr(anchor.op, "tag", ""),
         trace=s.trace,
         te=graph,
+        param_positions=folding.param_positions if folding is not None else None,
+        folded=folding.folded if folding is not None else (),
     )
