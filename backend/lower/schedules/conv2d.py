@@ -624,7 +624,12 @@ def schedule_conv2d(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: 
         schedule_generic(s, outputs, anchor, target)
         return
     lanes = target.lanes(c.out_dtype)
-    if flat_ok(c):
+    from . import depthwise
+
+    dw = depthwise.analyze_depthwise(c) if depthwise.ENABLED and NCHW_FORM == "auto" else None
+    if dw is not None:
+        depthwise.schedule_depthwise(s, outputs, anchor, dw, target)
+    elif flat_ok(c):
         form = choose_nchw_form(c, lanes)
         if form == "flat":
             schedule_flat_rows(s, outputs, anchor, c, target)

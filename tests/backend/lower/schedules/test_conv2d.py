@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from attrs import evolve
 from relay.backend.lower.schedules import conv2d as conv2d_schedules
+from relay.backend.lower.schedules import depthwise as depthwise_schedules
 from relay.backend.lower.schedules.conv2d import (
     analyze_conv,
     channel_vector_ok,
@@ -103,7 +104,9 @@ def test_conv2d_nchw_forms(case, nchw_form):
     assert re.search(r'compute_at\("conv2d_(blocked|rows_acc)", "relu"', str(s.trace))
 
 
-def test_conv2d_auto_form_for_depthwise():
+def test_conv2d_auto_form_for_depthwise(monkeypatch):
+    # conv2d.py's own forms (the dedicated depthwise schedule off)
+    monkeypatch.setattr(depthwise_schedules, "ENABLED", False)
     # stride 1, wide rows: width vectors; strided or narrow: flat rows
     got, want, s = conv_case(1, 16, 40, 40, 16, 3, 3, 1, 1, groups=16)
     assert_close(got, want)
@@ -263,8 +266,9 @@ def test_analysis_and_blocking():
     assert plan.blocks * plan.f >= 5 * plan.wq and plan.f % lanes == 0
 
 
-def test_depthwise_with_the_multiplier_weight_form():
+def test_depthwise_with_the_multiplier_weight_form(monkeypatch):
     """TVM's depthwise weight `(C, multiplier, KH, KW)`: output channel `c * m + j`."""
+    monkeypatch.setattr(depthwise_schedules, "ENABLED", False)  # conv2d.py's own form
     x = placeholder((1, 4, 8, 8), "float32", "x")
     w = placeholder((4, 2, 3, 3), "float32", "w")
     conv, attrs = apply_compute(
