@@ -37,6 +37,7 @@ from relay.backend.codegen import threadpool
 from relay.transform import PassContext
 
 INPUT = "data"
+SETTLE = 0.1
 
 
 def load(name: str, batch: int) -> tuple[Any, dict[str, np.ndarray]]:
@@ -60,12 +61,15 @@ def build(module: Any, weights: dict[str, np.ndarray], disabled: list[str]) -> t
 
 
 def alternate(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    """Median seconds of each callable, timed in alternating blocks of 5 calls."""
+    """Median seconds of each callable, timed in alternating blocks of 5 calls, each
+    block after at least `SETTLE` seconds of untimed calls (so neither runtime's threads,
+    still spinning after its own calls, slow the other's timed calls)."""
     times: dict[str, list[float]] = {k: [] for k in runs}
-    for fn in runs.values():
-        fn()
     for _ in range(max(1, repeat // 5)):
         for key, fn in runs.items():
+            settle = time.perf_counter() + SETTLE
+            while time.perf_counter() < settle:
+                fn()
             for _ in range(5):
                 start = time.perf_counter()
                 fn()
