@@ -40,6 +40,7 @@ from ...lang.dtype import numpy_dtype
 from ..te.evaluate import evaluate
 from ..te.schedule import AttachKind, Schedule, Stage
 from ..te.tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor, placeholder
+from .schedules import stage_order
 
 MAX_GROWTH = 8
 """A folded value may be at most this many times the bytes of the weights it reads (a
@@ -84,20 +85,7 @@ class Folding:
 
 def _post_order(roots: Sequence[Operation]) -> list[Operation]:
     """The operations `roots` depend on, producers first (iterative)."""
-    order: list[Operation] = []
-    seen: set[int] = set()
-    stack: list[tuple[Operation, bool]] = [(op, False) for op in reversed(roots)]
-    while stack:
-        op, expanded = stack.pop()
-        if expanded:
-            order.append(op)
-            continue
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
-        stack.append((op, True))
-        stack.extend((t.op, False) for t in reversed(op.input_tensors) if id(t.op) not in seen)
-    return order
+    return stage_order(op.output(0) for op in roots)
 
 
 def _nbytes(t: Tensor) -> int:

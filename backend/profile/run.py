@@ -104,7 +104,7 @@ def profile_model(
     finally:
         records, dropped = threadpool.stop_trace()
     threads = threadpool.get_num_threads()
-    loop_step, loads, loop_counts = _attribute(records, stamps, threads)
+    loop_step, loads, loop_counts = _attribute(records, stamps)
     timings = tuple(
         StepTiming(
             step=k,
@@ -135,7 +135,7 @@ def profile_model(
 
 
 def _attribute(
-    records: np.ndarray, stamps: np.ndarray, threads: int
+    records: np.ndarray, stamps: np.ndarray
 ) -> tuple[
     dict[int, tuple[int, int]], dict[tuple[int, int], tuple[WorkerLoad, ...]], dict[int, int]
 ]:
@@ -168,7 +168,6 @@ def _attribute(
     for run, k in loop_step.values():
         if run == 0:
             counts[k] = counts.get(k, 0) + 1
-    del threads
     return loop_step, loads, counts
 
 

@@ -214,16 +214,12 @@ class CompiledModel:
         call order, time, FLOPs, bytes and share of peak, per worker tasks and busy time, the
         time outside the kernels; `print(profile)` shows the table. When `@main` has a
         parameter named `repeat` or `warmup`, that keyword is the input."""
-        for name, value in (("repeat", repeat), ("warmup", warmup)):
-            if name in self.plan.input_names:
-                inputs = {**inputs, name: value}
-        if "repeat" in self.plan.input_names:
-            repeat = 10
-        if "warmup" in self.plan.input_names:
-            warmup = 1
+        options = {"repeat": repeat, "warmup": warmup}
+        for name in [n for n in options if n in self.plan.input_names]:
+            inputs = {**inputs, name: options.pop(name)}  # the input; the option's default
         if self.profiler is None:
             raise Error("this model cannot be profiled (it was made without a build)")
-        return self.profiler(self, args, inputs, repeat=repeat, warmup=warmup)
+        return self.profiler(self, args, inputs, **options)
 
     def _execute(
         self, args: tuple[Any, ...], inputs: Mapping[str, Any], out: Any, stamps: Any

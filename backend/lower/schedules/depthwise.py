@@ -34,6 +34,7 @@ away), so a 7-wide row does not cost three part vectors:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from attrs import frozen
 
@@ -244,8 +245,15 @@ def _schedule_width(
     st.vectorize(owl)
     _parallel(s, host, plane_loop, d, target)
     _schedule_plane(s, plane, host, plane_loop, d)
+    window_block(s, main, st, owo, lanes)
+
+
+def window_block(s: Schedule, main: Tensor, host: Any, at: Any, lanes: int) -> None:
+    """The window stage `main` (axes n, c, h, w; reduce kh, kw) computed at `host`'s loop
+    `at` over a register block of output columns: the window taps unrolled outside the
+    column vectors, which are unrolled and vectorized (depthwise convs and window pools)."""
     ms = s[main]
-    ms.compute_at(st, owo)
+    ms.compute_at(host, at)
     cn, co, coh, cow = ms.op.axis
     rh, rw = ms.op.reduce_axis
     cwo, cwl = ms.split(cow, factor=lanes)

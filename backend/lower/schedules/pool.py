@@ -42,6 +42,7 @@ from ...tir.expr import PrimExpr, all_of, const
 from ...tir.op import if_then_else
 from . import PARALLEL_MIN_WORK, Schedule, ScheduleRule, last_stage
 from .dense import VECTOR_REGISTERS, _ints, install, replace_anchor, tail_output
+from .depthwise import window_block
 from .reduce import schedule_with_tail
 
 PLANE_ENABLED = True
@@ -181,16 +182,7 @@ def schedule_plane_pool(
     ps.reorder(pn, pc, ph, r, q, pw)
     if p.phases_w > 1:
         ps.unroll(pw)
-    ms = s[main]
-    ms.compute_at(st, owo)
-    cn, co, coh, cow = ms.op.axis
-    rh, rw = ms.op.reduce_axis
-    cwo, cwl = ms.split(cow, factor=lanes)
-    ms.reorder(cn, co, coh, rh, rw, cwo, cwl)
-    ms.unroll(rh)
-    ms.unroll(rw)
-    ms.unroll(cwo)
-    ms.vectorize(cwl)
+    window_block(s, main, st, owo, lanes)
     if p.padded is not p.x and s[p.padded].attach_kind is not AttachKind.INLINE:
         s[p.padded].compute_inline()  # nothing reads the old padding any more
 
