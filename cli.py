@@ -9,10 +9,11 @@ traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .lang.diagnostics import Error
@@ -358,12 +359,37 @@ def cmd_opt(args: argparse.Namespace) -> int:
             report, found = bisect_report(module, pipeline, inputs, ctx)
         sys.stdout.write(report)
         return EXIT_USER_ERROR if found else EXIT_OK
-    with ctx:
+    with ctx, _pass_notes(args.debug):
         result = pipeline(module, ctx)
     if timing is not None:
         print(timing.report(), file=sys.stderr)
     sys.stdout.write(strip_prelude(result).astext())
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _pass_notes(show: bool) -> Iterator[None]:
+    """While active (if `show`), what passes log about their choices (e.g. operators
+    `alter-op-layout` left unpacked for lack of a layout rule) goes to stderr as
+    `note: ...` lines."""
+    if not show:
+        yield
+        return
+    import logging
+
+    class Notes(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            print(f"note: {record.getMessage()}", file=sys.stderr)
+
+    logger = logging.getLogger("relay.passes")
+    handler, level = Notes(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _pipeline_names(text: str) -> list[str]:
@@ -549,7 +575,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     opt.add_argument("--timing", action="store_true", help="print pass timings to stderr")
     opt.add_argument(
-        "--debug", action="store_true", help="check well-formedness and types after every pass"
+        "--debug",
+        action="store_true",
+        help="check well-formedness and types after every pass, print the passes' notes",
     )
     opt.add_argument("--strict", action="store_true", help=STRICT_HELP)
     opt.add_argument(

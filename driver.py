@@ -174,18 +174,38 @@ class OptimizedModule:
     types: ModuleTypes
 
 
+ALTER_OP_LAYOUT = "alter-op-layout"
+"""The pass whose `block` option is the target's fp32 vector lanes."""
+
+
+def with_vector_lanes(ctx: PassContext, lanes: int | None) -> PassContext:
+    """`ctx` with `alter-op-layout`'s channel block set to `lanes` (a target's fp32
+    vector lanes), unless `lanes` is None or the context's `config` sets the block."""
+    options = ctx.config.get(ALTER_OP_LAYOUT, {})
+    if lanes is None or any(k.replace("_", "-") == "block" for k in options):
+        return ctx
+    config = {**ctx.config, ALTER_OP_LAYOUT: {**options, "block": lanes}}
+    return attrs.evolve(ctx, config=config)
+
+
 def optimize(
-    mod: IRModule, opt_level: int | None = 3, passes: ExtraPasses | None = None
+    mod: IRModule,
+    opt_level: int | None = 3,
+    passes: ExtraPasses | None = None,
+    vector_lanes: int | None = None,
 ) -> OptimizedModule:
     """`mod` after inlining into `@main` and the standard pipeline of `opt_level` (None: the
     enclosing `PassContext`'s, see `build_context`), with its types from the pipeline's
     context (fusion hands over the types of the module it makes, so they are not inferred
     again). `passes` adds user passes at named points of the pipeline, run under the same
     context: `[("after:fold-constant", my_pass)]` or `{"before:fuse-ops": [a, b]}`; the
-    points are `start`, `end`, `before:NAME` and `after:NAME` (`passes.insert_passes`)."""
+    points are `start`, `end`, `before:NAME` and `after:NAME` (`passes.insert_passes`).
+    `vector_lanes` (the target's fp32 lanes; `build` passes them) is the channel block of
+    `alter-op-layout` at opt level 3; without it the pass packs by 8 (AVX2's lanes), and a
+    `PassContext` config such as `{"alter-op-layout": {"block": 16}}` overrides both."""
     from .passes import insert_passes, standard_pipeline
 
-    with build_context(opt_level) as ctx:
+    with with_vector_lanes(build_context(opt_level), vector_lanes) as ctx:
         pipeline = insert_passes(standard_pipeline(ctx.opt_level), passes)
         inlined = inline_into_main(mod)
         optimized = pipeline(inlined, ctx)
@@ -248,7 +268,7 @@ def build(
         mod = bind_params(mod, params)
     if resolved.kind == "interp":
         return InterpretedModel(mod, "target interp")
-    optimized = optimize(mod, opt_level, passes)
+    optimized = optimize(mod, opt_level, passes, resolved.lanes("float32"))
     try:
         plan = plan_graph(optimized.module["main"], optimized.types)
     except NotCompilable as exc:

@@ -31,6 +31,7 @@ from .passes import (
     PassError,
     PassInstrument,
     Sequential,
+    alter_op_layout_pass,
     convert_layout_pass,
     cse_pass,
     dce_pass,
@@ -42,6 +43,7 @@ from .passes import (
     inline_pass,
     kebab_case,
     lambda_lift_pass,
+    partial_evaluate_pass,
     register_pass,
     remove_unused_functions_pass,
     simplify_expr_pass,
@@ -113,6 +115,15 @@ def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]] | None = None) ->
     return convert_layout_pass.with_options(desired_layouts=desired_text(desired_layouts))
 
 
+def AlterOpLayout(block: int | None = None) -> Pass:
+    """Run NCHW convolutions on channel-packed layouts (`nn.contrib_conv2d_NCHWc`, data
+    `NCHW{b}c`) and keep the activations between them packed; `block` is the channel
+    block (default: 8, or the target's fp32 vector lanes under `relay.build`)."""
+    if block is None:
+        return alter_op_layout_pass
+    return alter_op_layout_pass.with_options(block=block)
+
+
 def ToANormalForm() -> Pass:
     """Bind every intermediate value with a `let` (A-normal form)."""
     return to_anf_pass
@@ -154,6 +165,19 @@ def RemoveUnusedFunctions(entry_functions: Sequence[str] | None = None) -> Pass:
     if isinstance(entry_functions, str) or len(entry_functions) != 1:
         raise PassError("RemoveUnusedFunctions takes a list of exactly one entry function")
     return remove_unused_functions_pass.with_options(entry=entry_functions[0])
+
+
+def PartialEvaluate(fuel: int | None = None, memo: bool | None = None) -> Pass:
+    """Partially evaluate the module: compute at compile time what is static, unfold
+    known calls (at most `fuel` per global function), specialize the others to their
+    static arguments once each (`memo`), and leave the rest as residual code in A-normal
+    form. Run `DeadCodeElimination` and `FuseOps` after it as usual."""
+    changes: dict[str, object] = {}
+    if fuel is not None:
+        changes["fuel"] = fuel
+    if memo is not None:
+        changes["memo"] = memo
+    return partial_evaluate_pass.with_options(**changes)
 
 
 def Identity() -> Pass:
@@ -299,6 +323,7 @@ def __getattr__(attr: str) -> Callable[[], Pass]:
 
 
 __all__ = [
+    "AlterOpLayout",
     "ConvertLayout",
     "DeadCodeElimination",
     "EliminateCommonSubexpr",
@@ -309,6 +334,7 @@ __all__ = [
     "InferType",
     "Inline",
     "LambdaLift",
+    "PartialEvaluate",
     "Pass",
     "PassContext",
     "PassInstrument",

@@ -21,6 +21,7 @@ types carried) that `simplify-expr`, `simplify-inference`, `fold-scale-axis`, `c
 `pattern.rewrite` run on; other passes rebuild with `lang`'s `ExprMutator`.
 """
 
+from .alter_op_layout import AlterOpLayoutOptions, alter_op_layout_pass
 from .context import PassContext
 from .convert_layout import ConvertLayoutOptions, convert_layout_pass
 from .cse import cse_expr, cse_pass
@@ -39,6 +40,7 @@ from .instruments import (
     well_formed_problems,
 )
 from .lambda_lift import lambda_lift_pass
+from .partial_eval import PartialEvalOptions, partial_evaluate_pass
 from .pass_base import (
     NORMAL_FORMS,
     PASSES,
@@ -78,6 +80,7 @@ __all__ = [
     "NORMAL_FORMS",
     "PASSES",
     "STANDARD_PIPELINES",
+    "AlterOpLayoutOptions",
     "BisectResult",
     "ConvertLayoutOptions",
     "DCEOptions",
@@ -86,6 +89,7 @@ __all__ = [
     "FoldConstantOptions",
     "FuseOptions",
     "NoOptions",
+    "PartialEvalOptions",
     "Pass",
     "PassContext",
     "PassError",
@@ -96,6 +100,7 @@ __all__ = [
     "Sequential",
     "TimingInstrument",
     "WinogradOptions",
+    "alter_op_layout_pass",
     "bisect",
     "camel_case",
     "check_well_formed",
@@ -119,6 +124,7 @@ __all__ = [
     "module_pass",
     "normal_form_problem",
     "parse_pipeline",
+    "partial_evaluate_pass",
     "register_pass",
     "remove_unused_functions_pass",
     "simplify_expr_pass",

@@ -36,11 +36,18 @@ their operands go back to the original layout. Function results always do, so th
 program's type never changes. Each rewritten call is checked against its type relation
 (a call that would not type-check stays as it was), and a split layout (`NCHW16c`) is
 only used where it divides the tensor.
+
+The walk (`convert_function`) is shared with `alter-op-layout` (passes/alter_op_layout.py):
+what a pass asks of a call is a function of the call (`Desire`: ConvertLayout's is the
+layouts given for its operator, alter-op-layout's depends on each call's channels), and a
+pass may use its own rules for some operators instead of the table's. It reports the
+operators that received converted values but had no layout rule (`LayoutReport`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 
 from attrs import field, frozen
 
@@ -62,6 +69,7 @@ from .layout_rules import (
     DATA_AXES,
     CallInfo,
     Decision,
+    LayoutRule,
     Tag,
     is_primal,
     layout_rule,
@@ -158,6 +166,35 @@ class ConvertLayoutOptions:
 
 # --------------------------------------------------------------------------- the walk
 
+Desire = Callable[[Call, Callable[[Expr], Type]], tuple[str, ...]]
+"""What a pass asks of one operator call, given the call and the original types of the
+function's expressions: the layouts its layout rule reads as `CallInfo.desired` (empty:
+nothing, the call follows its arguments' layouts if its rule can)."""
+
+
+@frozen
+class LayoutReport:
+    """What a conversion left in the original layout: operators that received values in
+    a new layout and had no layout rule (`no_rule`), or whose rule declined the call
+    (`declined`), with the number of calls; the values were converted back for them."""
+
+    no_rule: Counter[str] = field(factory=Counter)
+    declined: Counter[str] = field(factory=Counter)
+
+    def lines(self, layout: str = "the original layout") -> list[str]:
+        """One line per operator: `op X has no layout rule: kept ...`."""
+        out = [
+            f"op {name} has no layout rule: kept {layout}, with transforms around it "
+            f"({n} call{'s' if n > 1 else ''})"
+            for name, n in sorted(self.no_rule.items())
+        ]
+        out += [
+            f"op {name}: its layout rule declined the layout: kept {layout}, with "
+            f"transforms around it ({n} call{'s' if n > 1 else ''})"
+            for name, n in sorted(self.declined.items())
+        ]
+        return out
+
 
 class _NoLayout(Exception):
     """A conversion is impossible here (the call then runs in the original layout)."""
@@ -213,9 +250,17 @@ _EXPAND_DIMS = get_op("expand_dims")
 class _Converter:
     """One function's conversion (see the module docstring)."""
 
-    def __init__(self, fn: Function, mod: IRModule | None, desired: Mapping[Op, tuple[str, ...]]):
+    def __init__(
+        self,
+        fn: Function,
+        mod: IRModule | None,
+        desire: Desire,
+        rules: Mapping[Op, LayoutRule] | None = None,
+    ):
         self.types = infer_expr(fn, mod)
-        self.desired = desired
+        self.desire = desire
+        self.rules = rules or {}
+        self.report = LayoutReport()
         self.results: dict[int, tuple[Expr, Tag]] = {}
         self.converted: dict[tuple[int, Tag], Expr] = {}
         self.created: set[int] = set()
@@ -277,7 +322,7 @@ class _Converter:
         assert isinstance(op, Op)
         arrived = [self.results[id(a)] for a in call.args]
         in_tags = tuple(t for _, t in arrived)
-        desired = self.desired.get(op, ())
+        desired = self.desire(call, self.types.type_of)
         if not desired and all(t is None for t in in_tags):
             new_args = [x for x, _ in arrived]
             return with_children(call, [op, *new_args]), None
@@ -286,7 +331,8 @@ class _Converter:
             try:
                 return self.apply(call, decision), decision.out
             except _NoLayout:
-                pass
+                if any(t is not None for t in in_tags):
+                    self.report.declined[op.name] += 1
         return with_children(call, [op, *(self.get(a, None) for a in call.args)]), None
 
     def decide(
@@ -294,10 +340,13 @@ class _Converter:
     ) -> Decision | None:
         """The operator's layout rule on this call (None: no rule, or it declines)."""
         assert isinstance(call.op, Op)
-        try:
-            rule = layout_rule(call.op)
-        except MissingFacetError:  # no layout rule: a barrier
-            return None
+        rule = self.rules.get(call.op)
+        if rule is None:
+            try:
+                rule = layout_rule(call.op)
+            except MissingFacetError:  # no layout rule: a barrier
+                self.report.no_rule[call.op.name] += 1
+                return None
         info = CallInfo(
             call,
             in_tags,
@@ -306,18 +355,24 @@ class _Converter:
             desired,
         )
         try:
-            return rule(info)
+            decision = rule(info)
         except ValueError:  # an attribute the rule cannot read, a layout it cannot make
-            return None
+            decision = None
+        if decision is None and any(t is not None for t in in_tags):
+            self.report.declined[call.op.name] += 1
+        return decision
 
     def apply(self, call: Call, decision: Decision) -> Expr:
         """`call` with its arguments converted as `decision` says, checked against the
         operator's type relation."""
-        op = call.op
+        op = decision.op or call.op
         assert isinstance(op, Op)
         if len(decision.args) != len(call.args):
             raise _NoLayout
-        attrs = decision.attrs if decision.attrs is not None else call.attrs
+        if decision.op is not None:
+            attrs = decision.attrs
+        else:
+            attrs = decision.attrs if decision.attrs is not None else call.attrs
         arg_types = [new_type(self.types.type_of(a), w) for a, w in zip(call.args, decision.args)]
         expected = new_type(self.types.type_of(call), decision.out)
         actual = _relation_type(op, arg_types, attrs)
@@ -326,9 +381,9 @@ class _Converter:
         args = [self.get(a, w) for a, w in zip(call.args, decision.args)]
         if op is _LAYOUT_TRANSFORM and attrs is not None and attrs.src_layout == attrs.dst_layout:
             return args[0]
-        if attrs == call.attrs:
+        if op is call.op and attrs == call.attrs:
             return with_children(call, [op, *args])
-        return call.replace(args=tuple(args), attrs=attrs)
+        return call.replace(op=op, args=tuple(args), attrs=attrs)
 
     # -------------------------------------------------------------------- conversions
 
@@ -367,10 +422,11 @@ class _Converter:
         if wanted is None:
             return x
         new_type(old, wanted)
-        if old.ndim < wanted.rank:
+        expanded = old.ndim < wanted.rank
+        if expanded:
             x = self.expand(x, wanted.rank - old.ndim)
         out = self.transform(x, wanted.old, wanted.new)
-        if isinstance(out, Constant) and out.data.ndim > old.ndim:
+        if expanded and isinstance(out, Constant) and out.data.ndim > old.ndim:
             # a broadcast operand: leading axes of size 1 go (down to its own rank)
             lead = 0
             while out.data.ndim - lead > old.ndim and out.data.shape[lead] == 1:
@@ -422,13 +478,30 @@ def _relation_type(op: Op, arg_types: list[Type], attrs: Attrs | None) -> Type |
 # ---------------------------------------------------------------------------- the pass
 
 
+def convert_function(
+    fn: Function,
+    mod: IRModule | None,
+    desire: Desire,
+    rules: Mapping[Op, LayoutRule] | None = None,
+) -> tuple[Function, LayoutReport]:
+    """`fn` converted by one walk (module docstring): each operator call gets
+    `desire(call, type_of)` as its `CallInfo.desired` and is decided by its rule in
+    `rules`, else in the layout-rule table; with what stayed in the original layout."""
+    converter = _Converter(fn, mod, desire, rules)
+    return converter.run(fn), converter.report
+
+
 def convert_layout_function(
     fn: Function, mod: IRModule | None, desired: Mapping[Op, tuple[str, ...]]
 ) -> Function:
     """`fn` with the operators of `desired` converted to their desired layouts."""
     if not desired or not any(isinstance(n, Call) and n.op in desired for n in post_order(fn)):
         return fn
-    return _Converter(fn, mod, desired).run(fn)
+
+    def desire(call: Call, type_of: Callable[[Expr], Type]) -> tuple[str, ...]:
+        return desired.get(call.op, ()) if isinstance(call.op, Op) else ()
+
+    return convert_function(fn, mod, desire)[0]
 
 
 @function_pass(
@@ -444,7 +517,10 @@ def convert_layout_pass(
 
 __all__ = [
     "ConvertLayoutOptions",
+    "Desire",
     "DesiredLayouts",
+    "LayoutReport",
+    "convert_function",
     "convert_layout_function",
     "convert_layout_pass",
     "desired_text",

@@ -14,10 +14,18 @@ Returning `None` makes the call a barrier: its arguments go back to their origin
 and it runs unchanged. An operator without an entry in `LAYOUT_RULES` ("operator X has no
 layout rule") is a barrier too, so a missing rule never gives a wrong result.
 
-Rules only accept tags they understand: axis-based rules (reductions, norms, slices,
-transpose, ...) need a pure permutation (no split axis); elementwise and broadcasting
-operators also follow split layouts. Whether a split divides the tensor is checked by the
-pass through the types (a `layout_transform` that would pad is not created).
+Rules only accept tags they understand. Elementwise and broadcasting operators follow
+any layout; so do pools and global pools (unless a spatial axis is split). With a split
+(packed) axis such as the `c` of `NCHW8c`, the rules that can say what the operator means
+on it accept it: `nn.bias_add` becomes a broadcasting `add` of the bias packed the same
+way, `concatenate` and `split` work along a split axis when every part's size divides by
+its block, reductions and pads work on the axes that are not split. The other axis-based
+rules (norms, slices, transpose, ...) need a pure permutation. Whether a split divides the
+tensor is checked by the pass through the types (a `layout_transform` that would pad is
+not created).
+
+`packed_convolution` is not in the table: it is `alter-op-layout`'s rule for `nn.conv2d`
+(TVM's x86 `FTVMAlterOpLayout`), which makes the call a convolution on packed layouts.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from attrs import frozen
 
 from ..lang.attrs import Attrs
 from ..lang.expr import Call
-from ..lang.op import Op
+from ..lang.op import Op, get_op
 from ..lang.opdefs import semantics
 from ..lang.optable import OpTable
 from ..lang.types import TensorType, TupleType, Type
@@ -66,6 +74,18 @@ class LayoutTag:
     def is_split(self, letter: str) -> bool:
         """Whether the new layout splits the primal axis `letter`."""
         return letter.lower() in semantics.layout_letters(self.new)
+
+    def position(self, letter: str) -> int:
+        """The axis of the new layout that holds the primal axis `letter` (its outer part
+        when it is split)."""
+        return semantics.layout_letters(self.new).index(letter)
+
+    def block(self, letter: str) -> int:
+        """The size of the inner part of the primal axis `letter` (1 if it is not split)."""
+        for name, factor in semantics.parse_layout(self.new):
+            if name == letter.lower():
+                return int(factor)
+        return 1
 
 
 Tag = Union[LayoutTag, None, tuple["Tag", ...]]  # noqa: UP007 (a recursive alias)
@@ -116,7 +136,7 @@ def fresh_letters(used: str, count: int) -> str | None:
 
 def drop_axes(tag: LayoutTag, axes: Sequence[int]) -> LayoutTag | None:
     """The tag of a value with the original axes `axes` removed (a reduction without
-    keepdims, a squeeze); `tag` must be a permutation."""
+    keepdims, a squeeze); none of them may be split by `tag`."""
     gone = {tag.old[a] for a in axes}
     old = "".join(c for c in tag.old if c not in gone)
     new = "".join(c for c in tag.new if c not in gone)
@@ -161,11 +181,14 @@ class CallInfo:
 @frozen
 class Decision:
     """A rule's answer: the tag each argument must have, the call's new attributes (None:
-    unchanged) and the tag of its result."""
+    unchanged), the tag of its result and, rarely, another operator for the call (a
+    `nn.bias_add` on a split channel axis becomes an `add`)."""
 
     args: tuple[Tag, ...]
     out: Tag
     attrs: Attrs | None = None
+    op: Op | None = None
+    """The operator the call becomes (None: its own); it then takes `attrs` as given."""
 
 
 LayoutRule = Callable[[CallInfo], Decision | None]
@@ -250,7 +273,6 @@ def _axis_letter(info: CallInfo, axis: int) -> tuple[LayoutTag, int] | None:
 
 
 @LAYOUT_RULES.register(
-    "nn.bias_add",
     "nn.prelu",
     "nn.softmax",
     "nn.fast_softmax",
@@ -271,6 +293,26 @@ def along_axis(info: CallInfo) -> Decision | None:
     if isinstance(info.out_type, TupleType):
         out = (tag, *([None] * (len(info.out_type.fields) - 1)))
     return Decision(_keep(info, tag), out, info.attrs.replace(axis=axis))
+
+
+_ADD = get_op("add")
+
+
+@LAYOUT_RULES.register("nn.bias_add")
+def bias_add(info: CallInfo) -> Decision | None:
+    """`nn.bias_add`: the axis moves with a permutation. When the layout splits the axis
+    (`NCHW8c`), the call becomes a broadcasting `add` of the bias packed like the data
+    (a bias of C values along C of NCHW8c is the `[C/8, 1, 1, 8]` tensor)."""
+    tag = info.in_tags[0]
+    if not isinstance(tag, LayoutTag) or tag.permutation() is not None:
+        return along_axis(info)
+    try:
+        letter = tag.old[semantics.normalize_axis(int(info.attrs.axis), tag.rank)]
+    except semantics.SemanticsError:
+        return None
+    # the bias, expanded on the left to the data's rank, is the axis `letter` last
+    bias = LayoutTag(tag.old.replace(letter, "") + letter, tag.new)
+    return Decision((tag, bias), tag, None, _ADD)
 
 
 @LAYOUT_RULES.register("nn.instance_norm", "nn.group_norm")
@@ -302,33 +344,53 @@ def l2_normalize(info: CallInfo) -> Decision | None:
     return Decision((tag,), tag, info.attrs.replace(axis=tuple(sorted(perm[a] for a in axes))))
 
 
+def _static_size(t: Type, axis: int) -> int | None:
+    """The size of axis `axis` of tensor type `t` when it is a known number."""
+    if not isinstance(t, TensorType) or not 0 <= axis < t.ndim:
+        return None
+    d = t.shape[axis]
+    return d if isinstance(d, int) else None
+
+
+def _divides(tag: LayoutTag, axis: int, sizes: Sequence[int | None]) -> bool:
+    """Whether every size (of original axis `axis`) divides by the block `tag` splits it
+    into (always, when it does not split it)."""
+    block = tag.block(tag.old[axis])
+    return block == 1 or all(n is not None and n % block == 0 for n in sizes)
+
+
 @LAYOUT_RULES.register("concatenate")
 def concatenate(info: CallInfo) -> Decision | None:
-    """`concatenate` of a tuple: every field takes the first field's layout (which must
-    not split the joined axis); the axis moves."""
+    """`concatenate` of a tuple: every field takes one field's layout (the first that
+    fits) and the axis moves. The joined axis may be split (`C` of `NCHW8c`) when every
+    field's size along it divides by the block: the blocks are then joined whole."""
     tags = info.in_tags[0]
     fields = info.in_types[0]
     if not isinstance(tags, tuple) or not isinstance(fields, TupleType):
         return None
-    chosen = next((t for t in tags if isinstance(t, LayoutTag)), None)
-    if chosen is None or not all(
-        isinstance(f, TensorType) and f.ndim == chosen.rank for f in fields.fields
+    candidates = [t for t in dict.fromkeys(tags) if isinstance(t, LayoutTag)]
+    if not candidates or not all(
+        isinstance(f, TensorType) and f.ndim == candidates[0].rank for f in fields.fields
     ):
         return None
     try:
-        axis = semantics.normalize_axis(int(info.attrs.axis), chosen.rank)
+        axis = semantics.normalize_axis(int(info.attrs.axis), candidates[0].rank)
     except semantics.SemanticsError:
         return None
-    if chosen.is_split(chosen.old[axis]):
-        return None
-    new_axis = semantics.layout_letters(chosen.new).index(chosen.old[axis])
-    wanted = tuple(chosen for _ in fields.fields)
-    return Decision((wanted,), chosen, info.attrs.replace(axis=new_axis))
+    sizes = [_static_size(f, axis) for f in fields.fields]
+    for chosen in candidates:
+        if chosen.rank == candidates[0].rank and _divides(chosen, axis, sizes):
+            wanted = tuple(chosen for _ in fields.fields)
+            new_axis = chosen.position(chosen.old[axis])
+            return Decision((wanted,), chosen, info.attrs.replace(axis=new_axis))
+    return None
 
 
 @LAYOUT_RULES.register("split")
 def split(info: CallInfo) -> Decision | None:
-    """`split` along an axis the layout does not split: every part keeps the layout."""
+    """`split`: every part keeps the layout and the axis moves. The axis may be split
+    (`C` of `NCHW8c`) when every part's size divides by the block: the split points are
+    then counted in blocks."""
     tag = info.in_tags[0]
     if not isinstance(tag, LayoutTag) or not isinstance(info.out_type, TupleType):
         return None
@@ -336,11 +398,17 @@ def split(info: CallInfo) -> Decision | None:
         axis = semantics.normalize_axis(int(info.attrs.axis), tag.rank)
     except semantics.SemanticsError:
         return None
-    if tag.is_split(tag.old[axis]):
-        return None
-    new_axis = semantics.layout_letters(tag.new).index(tag.old[axis])
+    attrs = info.attrs.replace(axis=tag.position(tag.old[axis]))
+    block = tag.block(tag.old[axis])
+    if block > 1:
+        sizes = [_static_size(t, axis) for t in info.out_type.fields]
+        if not _divides(tag, axis, sizes):
+            return None
+        spec = info.attrs.indices_or_sections
+        if not isinstance(spec, int):
+            attrs = attrs.replace(indices_or_sections=tuple(int(i) // block for i in spec))
     out = tuple(tag for _ in info.out_type.fields)
-    return Decision((tag,), out, info.attrs.replace(axis=new_axis))
+    return Decision((tag,), out, attrs)
 
 
 # --------------------------------------------------------------------- many-axis rules
@@ -350,23 +418,23 @@ _REDUCE = _words("sum mean max min prod all any variance")
 
 @LAYOUT_RULES.register(*_REDUCE, "argmax", "argmin")
 def reduce(info: CallInfo) -> Decision | None:
-    """Reductions: the reduced axes move with the permutation (listed explicitly, without
-    `exclude`); kept axes keep their order in the new layout. `argmax`/`argmin` only
-    over one axis (their index over several axes depends on the order of the axes);
-    `variance`'s mean must have the data's rank."""
-    tag = info.permuted(0)
-    if tag is None:
+    """Reductions: the reduced axes move with the layout (listed explicitly, without
+    `exclude`; none of them split); kept axes keep their order in the new layout.
+    `argmax`/`argmin` only over one axis (their index over several axes depends on the
+    order of the axes); `variance`'s mean must have the data's rank."""
+    tag = info.in_tags[0]
+    if not isinstance(tag, LayoutTag):
         return None
-    perm = tag.permutation()
-    assert perm is not None
     a = info.attrs
     reduced = semantics.reduce_axes(tag.rank, a.axis, bool(a.exclude))
+    if any(tag.is_split(tag.old[i]) for i in reduced):
+        return None
     name = info.call.op.name if isinstance(info.call.op, Op) else ""
     if name in ("argmax", "argmin") and len(reduced) != 1:
         return None
     if len(info.in_types) > 1 and info.rank(1) != tag.rank:
         return None
-    new_axes = tuple(sorted(perm[i] for i in reduced))
+    new_axes = tuple(sorted(tag.position(tag.old[i]) for i in reduced))
     attrs = a.replace(axis=new_axes, exclude=False)
     out = tag if a.keepdims else drop_axes(tag, reduced)
     return Decision(tuple(tag for _ in info.in_types), out, attrs)
@@ -462,18 +530,20 @@ def strided_slice(info: CallInfo) -> Decision | None:
 
 @LAYOUT_RULES.register("nn.pad", "nn.mirror_pad")
 def pad(info: CallInfo) -> Decision | None:
-    """`nn.pad` / `nn.mirror_pad`: the (before, after) pair of each axis moves with it."""
-    tag = info.permuted(0)
-    if tag is None:
+    """`nn.pad` / `nn.mirror_pad`: the (before, after) pair of each axis moves with it;
+    an axis the layout splits must not be padded (its inner part never is)."""
+    tag = info.in_tags[0]
+    if not isinstance(tag, LayoutTag):
         return None
-    perm = tag.permutation()
-    assert perm is not None
     pairs = [tuple(p) for p in info.attrs.pad_width]
     if len(pairs) != tag.rank:
         return None
-    moved: list[tuple[int, ...]] = [()] * tag.rank
-    for i, pair in enumerate(pairs):
-        moved[perm[i]] = pair
+    letters = semantics.layout_letters(tag.new)
+    moved: list[tuple[int, ...]] = [(0, 0)] * len(letters)
+    for letter, pair in zip(tag.old, pairs):
+        if tag.is_split(letter) and any(int(v) for v in pair):
+            return None
+        moved[tag.position(letter)] = pair
     return Decision(_keep(info, tag), tag, info.attrs.replace(pad_width=tuple(moved)))
 
 
@@ -590,6 +660,29 @@ def pool(info: CallInfo) -> Decision | None:
     if any(c.lower() in new for c in "DHW" if c in layout):
         return None
     return Decision((make_tag(layout, new),), make_tag(layout, new), a.replace(layout=new))
+
+
+PACKED_CONV2D = get_op("nn.contrib_conv2d_NCHWc")
+PACKED_DEPTHWISE_CONV2D = get_op("nn.contrib_depthwise_conv2d_NCHWc")
+
+
+def packed_convolution(info: CallInfo) -> Decision | None:
+    """`alter-op-layout`'s rule for `nn.conv2d` (TVM's x86 `FTVMAlterOpLayout`): a call
+    on NCHW data and an OIHW weight for which the pass chose `desired` = (data layout,
+    kernel layout, out layout), e.g. `("NCHW3c", "OIHW3i8o", "NCHW8c")`, becomes
+    `nn.contrib_conv2d_NCHWc` with those layouts, or `nn.contrib_depthwise_conv2d_NCHWc`
+    when it is depthwise (groups = channels, kernel `OIHW1i{b}o`). Without a choice it
+    runs in its own layouts."""
+    a = info.attrs
+    if len(info.desired) != 3 or str(a.data_layout) != "NCHW" or str(a.kernel_layout) != "OIHW":
+        return None
+    if str(a.out_layout) not in ("", "NCHW"):
+        return None
+    data, kernel, out = info.desired
+    op = PACKED_DEPTHWISE_CONV2D if int(a.groups) > 1 else PACKED_CONV2D
+    attrs = a.replace(data_layout=data, kernel_layout=kernel, out_layout=out)
+    args = (make_tag("NCHW", data), make_tag("OIHW", kernel))
+    return Decision(args, make_tag("NCHW", out), attrs, op)
 
 
 def layout_rule(op: Op) -> LayoutRule:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -41,7 +40,7 @@ from ...typecheck.show import shape_text
 from ..kernel_cost import KernelCost
 from ..target import Target, cpu_count
 from . import dlpack, native
-from .native import NativeLibrary, aligned_empty
+from .native import NativeLibrary, aligned_empty, data_address
 from .plan import GraphPlan, MemoryPlan, OutputTree, flatten_tree
 
 PROFILED_SUFFIX = "_profiled"
@@ -72,6 +71,17 @@ class CompileStats:
     saved_bytes: int
 
 
+@frozen
+class _CallFrame:
+    """What one call of a model uses alone: its workspace (and the pointer to it), and
+    the arrays of input and output pointers handed to the entry function."""
+
+    workspace: np.ndarray
+    workspace_ptr: ctypes.c_void_p
+    in_ptrs: Any
+    out_ptrs: Any
+
+
 @define
 class CompiledModel:
     """A model compiled to native code for `target`; `run(**inputs)` executes it.
@@ -93,11 +103,13 @@ class CompiledModel:
     saver: Callable[[CompiledModel, str | os.PathLike[str]], None] | None = None
     profiler: Callable[..., Any] | None = None
     _workspace: np.ndarray = field(init=False)
-    _idle_workspaces: list[np.ndarray] = field(init=False, factory=list)
-    _pool_lock: threading.Lock = field(init=False, factory=threading.Lock)
+    _idle_frames: list[_CallFrame] = field(init=False, factory=list)
+    _max_idle_frames: int = field(init=False, default=1)
     _param_ptrs: Any = field(init=False, default=None)
+    _param_bounds: tuple[np.ndarray, np.ndarray] = field(init=False, default=None)
     _input_specs: list[tuple[str, tuple[int, ...], np.dtype, str]] = field(init=False, factory=list)
     _output_specs: list[tuple[tuple[int, ...], np.dtype]] = field(init=False, factory=list)
+    _result_specs: Any = field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         for name, s in zip(self.plan.input_names, self.plan.input_slots):
@@ -107,15 +119,26 @@ class CompiledModel:
         for s in self.output_slots:
             slot = self.plan.slots[s]
             self._output_specs.append((slot.shape, numpy_dtype(slot.dtype)))
+        slots = self.plan.slots
+        specs = {
+            s: dlpack.TensorSpec(slots[s].shape, numpy_dtype(slots[s].dtype))
+            for s in flatten_tree(self.plan.output)
+        }
+        self._result_specs = _map_tree(self.plan.output, specs)
         check_model_fits(self.plan, self.memory, sum(p.nbytes for p in self.params))
         # Workspace offsets are multiples of 64 bytes from a 64-byte aligned base; parameters,
         # like inputs, need only element alignment.
-        self._workspace = self._new_workspace()
-        self._idle_workspaces.append(self._workspace)
+        self._max_idle_frames = max(1, cpu_count())
+        first = self._new_frame()
+        self._workspace = first.workspace
+        self._idle_frames.append(first)
         self.params = tuple(np.require(p, requirements="C") for p in self.params)
         self._param_ptrs = (ctypes.c_void_p * max(1, len(self.params)))(
-            *[p.ctypes.data for p in self.params]
+            *[data_address(p) for p in self.params]
         )
+        starts = np.array([data_address(p) for p in self.params], dtype=np.uint64)
+        sizes = np.array([p.nbytes for p in self.params], dtype=np.uint64)
+        self._param_bounds = (starts, starts + sizes)
 
     @property
     def native(self) -> bool:
@@ -129,22 +152,31 @@ class CompiledModel:
 
     def _check_inputs(self, args: tuple[Any, ...], inputs: Mapping[str, Any]) -> list[np.ndarray]:
         names = self.plan.input_names
-        if len(args) > len(names):
-            raise InputError(f"the model takes {len(names)} arguments, got {len(args)}")
-        given: dict[int, Any] = dict(enumerate(args))
-        for key, value in inputs.items():
-            if key not in names:
-                known = ", ".join(names) or "none"
-                raise InputError(f"unexpected argument `{key}` (the model's inputs: {known})")
-            k = names.index(key)
-            if k in given:
-                raise InputError(f"argument `{key}` is given twice")
-            given[k] = value
+        given: Any
+        if not inputs and len(args) == len(names):
+            given = args  # all by position: the common case, no mapping to build
+        else:
+            if len(args) > len(names):
+                raise InputError(f"the model takes {len(names)} arguments, got {len(args)}")
+            given = dict(enumerate(args))
+            for key, value in inputs.items():
+                if key not in names:
+                    known = ", ".join(names) or "none"
+                    raise InputError(f"unexpected argument `{key}` (the model's inputs: {known})")
+                k = names.index(key)
+                if k in given:
+                    raise InputError(f"argument `{key}` is given twice")
+                given[k] = value
         arrays = []
         for k, (name, shape, dt, expected) in enumerate(self._input_specs):
-            if k not in given:
+            if given is not args and k not in given:
                 raise InputError(f"missing argument `{name}` ({expected})")
             value = given[k]
+            if type(value) is np.ndarray and value.dtype == dt and value.shape == shape:
+                flags = value.flags
+                if flags.c_contiguous and flags.aligned:
+                    arrays.append(value)
+                    continue
             if dlpack.is_dlpack(value):
                 value = dlpack.from_dlpack(value, f"argument `{name}`")
             if isinstance(value, (bool, int, float, np.generic)) and shape == ():
@@ -232,19 +264,16 @@ class CompiledModel:
             for s, (shape, dt) in zip(self.output_slots, self._output_specs)
         ]
         by_slot = dict(zip(self.output_slots, outputs))
-        workspace = self._take_workspace()
+        frame = self._take_frame()
+        workspace = frame.workspace
         try:
             if self.entry_name is not None:
-                in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
-                out_ptrs = (ctypes.c_void_p * max(1, len(outputs)))(
-                    *[o.ctypes.data for o in outputs]
-                )
-                native_args = [
-                    in_ptrs,
-                    out_ptrs,
-                    self._param_ptrs,
-                    ctypes.c_void_p(workspace.ctypes.data),
-                ]
+                in_ptrs, out_ptrs = frame.in_ptrs, frame.out_ptrs
+                for k, array in enumerate(arrays):
+                    in_ptrs[k] = data_address(array)
+                for k, array in enumerate(outputs):
+                    out_ptrs[k] = data_address(array)
+                native_args = [in_ptrs, out_ptrs, self._param_ptrs, frame.workspace_ptr]
                 if stamps is None:
                     self.library.get(self.entry_name)(*native_args)
                 else:
@@ -259,21 +288,11 @@ class CompiledModel:
             # aliases an input (or the model), and no input is read after `run` returns.
             return self._result(self.plan.output, arrays, by_slot, set(), workspace)
         finally:
-            self._give_back(workspace)
+            self._give_back(frame)
 
     def _check_out(self, out: Any) -> list[np.ndarray]:
         """The caller's output buffers, depth first, checked against the result's tree."""
-        stack: list[Any] = [self.plan.output]
-        specs: dict[int, dlpack.TensorSpec] = {}
-        while stack:
-            t = stack.pop()
-            if isinstance(t, int):
-                slot = self.plan.slots[t]
-                specs[t] = dlpack.TensorSpec(slot.shape, numpy_dtype(slot.dtype))
-            else:
-                stack.extend(t)
-        template = _map_tree(self.plan.output, specs)
-        return dlpack.out_buffers(out, template)
+        return dlpack.out_buffers(out, self._result_specs)
 
     def _direct_outputs(
         self, buffers: list[np.ndarray], arrays: list[np.ndarray]
@@ -283,18 +302,28 @@ class CompiledModel:
         element-aligned buffer that overlaps no input, parameter or other buffer (kernel
         arguments are `noalias`)."""
         direct: dict[int, int] = {}
-        others = [*arrays, *self.params]
         kernel_outputs = set(self.output_slots)
         for k, (s, buffer) in enumerate(zip(flatten_tree(self.plan.output), buffers)):
             if s not in kernel_outputs or s in direct:
                 continue
-            if not (buffer.flags.c_contiguous and buffer.flags.aligned):
+            flags = buffer.flags
+            if not (flags.c_contiguous and flags.aligned):
                 continue
             rest = buffers[:k] + buffers[k + 1 :]
-            if any(np.may_share_memory(buffer, o) for o in (*others, *rest)):
+            if any(np.may_share_memory(buffer, o) for o in (*arrays, *rest)):
+                continue
+            if self._overlaps_params(buffer):
                 continue
             direct[s] = k
         return direct
+
+    def _overlaps_params(self, buffer: np.ndarray) -> bool:
+        """Whether `buffer`'s bytes (C-contiguous) overlap any parameter's."""
+        if not self.params or buffer.nbytes == 0:
+            return False
+        lo = data_address(buffer)
+        starts, ends = self._param_bounds
+        return bool(np.any((starts < lo + buffer.nbytes) & (ends > lo)))
 
     def _fill_out(
         self,
@@ -319,21 +348,28 @@ class CompiledModel:
         for buffer, source in pending:
             np.copyto(buffer, source)
 
-    def _new_workspace(self) -> np.ndarray:
-        return aligned_empty((max(1, self.memory.workspace_bytes),), np.uint8)
+    def _new_frame(self) -> _CallFrame:
+        workspace = aligned_empty((max(1, self.memory.workspace_bytes),), np.uint8)
+        return _CallFrame(
+            workspace,
+            ctypes.c_void_p(data_address(workspace)),
+            (ctypes.c_void_p * max(1, len(self.plan.input_names)))(),
+            (ctypes.c_void_p * max(1, len(self.output_slots)))(),
+        )
 
-    def _take_workspace(self) -> np.ndarray:
-        """A workspace no other call is using: an idle one, else a new one."""
-        with self._pool_lock:
-            if self._idle_workspaces:
-                return self._idle_workspaces.pop()
-        return self._new_workspace()
+    def _take_frame(self) -> _CallFrame:
+        """A frame no other call is using: an idle one, else a new one. (`list.pop` and
+        `list.append` are atomic under the GIL, so the pool needs no lock; two calls may
+        at worst both append, one frame more than the bound.)"""
+        try:
+            return self._idle_frames.pop()
+        except IndexError:
+            return self._new_frame()
 
-    def _give_back(self, workspace: np.ndarray) -> None:
-        """Keep `workspace` for later calls (at most one per CPU stays allocated)."""
-        with self._pool_lock:
-            if len(self._idle_workspaces) < max(1, cpu_count()):
-                self._idle_workspaces.append(workspace)
+    def _give_back(self, frame: _CallFrame) -> None:
+        """Keep `frame` for later calls (about one per CPU stays allocated)."""
+        if len(self._idle_frames) < self._max_idle_frames:
+            self._idle_frames.append(frame)
 
     def _slot_array(
         self,

@@ -14,7 +14,9 @@ a model cannot fit, raised before anything is allocated.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,6 +46,36 @@ def aligned_empty(shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
     raw = np.empty(count * dt.itemsize + ALIGNMENT, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGNMENT
     return raw[start : start + count * dt.itemsize].view(dt).reshape(shape)
+
+
+def _address_by_header(array: np.ndarray) -> int:
+    # numpy's array object begins with the Python object header, then the data pointer
+    # (`PyArrayObject_fields.data`); `id` is the object's address in CPython.
+    return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value or 0
+
+
+def _address_by_interface(array: np.ndarray) -> int:
+    return int(array.ctypes.data)
+
+
+_DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)
+
+
+def _header_layout_holds() -> bool:
+    """Whether `_address_by_header` reads the data pointer on this numpy and interpreter
+    (checked on arrays, views and zero-size arrays before it is used)."""
+    if sys.implementation.name != "cpython":
+        return False
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    probes = [base, base[1:, 2:], base.T, np.empty(0, np.int8), np.zeros((), np.float64)]
+    return all(_address_by_header(a) == _address_by_interface(a) for a in probes)
+
+
+data_address: Callable[[np.ndarray], int] = (
+    _address_by_header if _header_layout_holds() else _address_by_interface
+)
+"""The address of an array's first element: what `array.ctypes.data` gives, about ten
+times faster (a compiled model's call reads one per input and output)."""
 
 
 def aligned_copy(array: Any) -> np.ndarray:
@@ -106,5 +138,6 @@ __all__ = [
     "aligned_empty",
     "bytes_text",
     "check_fits",
+    "data_address",
     "memory_limit_bytes",
 ]

@@ -91,6 +91,14 @@ declare(
             "2-D convolution on channel-blocked layouts (NCHW[x]c data, OIHW[x]i[y]o weight).",
         ),
         (
+            "nn.contrib_depthwise_conv2d_NCHWc",
+            _DW,
+            OUT_ELEMWISE_FUSABLE,
+            CONV2D_ATTRS,
+            "Depthwise 2-D convolution on channel-blocked layouts (NCHW[x]c data, "
+            "OIHW1i[x]o weight).",
+        ),
+        (
             "nn.contrib_conv2d_winograd_without_weight_transform",
             _DW,
             OUT_ELEMWISE_FUSABLE,

@@ -113,6 +113,29 @@ def _conv_nchwc(t: Tape, op: Op, x: TensorType | None) -> OpCall | None:
     )
 
 
+@GENERATORS.register("nn.contrib_depthwise_conv2d_NCHWc")
+def _depthwise_nchwc(t: Tape, op: Op, x: TensorType | None) -> OpCall | None:
+    x = _input(t, x, ranks=(5,), kinds="f", fits=lambda v: _shape(v)[4] <= 4)
+    if x is None:
+        return None
+    _, c_outer, h, w, b = _shape(x)
+    win = _window(t, [h, w])
+    weight = TensorType((c_outer, 1, *win.sizes, 1, b), x.dtype)
+    return _call(
+        op,
+        [x, weight],
+        strides=win.strides,
+        padding=win.padding,
+        dilation=win.dilation,
+        groups=c_outer * b,
+        channels=c_outer * b,
+        kernel_size=win.sizes,
+        data_layout=f"NCHW{b}c",
+        kernel_layout=f"OIHW1i{b}o",
+        out_layout=f"NCHW{b}c",
+    )
+
+
 @GENERATORS.register("nn.contrib_conv2d_winograd_without_weight_transform")
 def _winograd(t: Tape, op: Op, x: TensorType | None) -> OpCall | None:
     x = _input(t, x, ranks=(4,), kinds="f", lo=2, hi=6)

@@ -288,7 +288,11 @@ def conv2d_transpose_rel(
     return _conv(args, attrs, ctx, 2, True)
 
 
-@shape_relation("nn.contrib_conv2d_NCHWc", "nn.contrib_conv2d_winograd_without_weight_transform")
+@shape_relation(
+    "nn.contrib_conv2d_NCHWc",
+    "nn.contrib_depthwise_conv2d_NCHWc",
+    "nn.contrib_conv2d_winograd_without_weight_transform",
+)
 def conv2d_packed_rel(args: list[Type], attrs: Attrs | None, ctx: RelationContext) -> Type | None:
     """Convolutions whose weight is pre-packed or pre-transformed (NCHW[x]c, Winograd):
     `channels` and `kernel_size` must be given; the weight's shape is not checked (it

@@ -184,6 +184,16 @@ def conv2d_nchwc(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> l
     return [_conv(attrs, inputs, out_type, 2, "conv2d_NCHWc")]
 
 
+@COMPUTES.register("nn.contrib_depthwise_conv2d_NCHWc")
+def depthwise_conv2d_nchwc(
+    attrs: Attrs | None, inputs: list[Tensor], out_type: Type
+) -> list[Tensor]:
+    """Depthwise 2-D convolution on channel-blocked layouts (`NCHW8c` data, `OIHW1i8o`
+    weight)."""
+    assert attrs is not None
+    return [_conv(attrs, inputs, out_type, 2, "depthwise_conv2d_NCHWc")]
+
+
 # ------------------------------------------------------------------- transposed convolution
 
 

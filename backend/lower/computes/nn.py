@@ -313,34 +313,40 @@ def prelu(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Ten
 # ---------------------------------------------------------------------------------- softmax
 
 
-def _softmax_stats(x: Tensor, axis: int, name: str) -> tuple[Tensor, Tensor]:
-    """The maximum along `axis` and the sum of `exp(x - max)` (both without `axis`)."""
+def _softmax_max(x: Tensor, axis: int, name: str) -> Tensor:
+    """The maximum of `x` along `axis` (a tensor without `axis`)."""
     shape = int_shape(x)
     red_shape = _drop(tuple(const(n) for n in shape), axis)
-    k1 = reduce_axis(shape[axis], "k")
-    xmax = compute(
+    k = reduce_axis(shape[axis], "k")
+    return compute(  # type: ignore[no-any-return]
         red_shape,
-        lambda *i: max_reduce(x[_insert(i, axis, k1.var)], axis=k1),
+        lambda *i: max_reduce(x[_insert(i, axis, k.var)], axis=k),
         f"{name}_maxelem",
         "comm_reduce",
     )
-    k2 = reduce_axis(shape[axis], "k")
-    total = compute(
-        red_shape,
-        lambda *i: sum_(exp(x[_insert(i, axis, k2.var)] - xmax[i]), axis=k2),
-        f"{name}_expsum",
-        "comm_reduce",
+
+
+def _sum_along(x: Tensor, axis: int, name: str, term: Callable[[Index], PrimExpr]) -> Tensor:
+    """The sum of `term(index)` over `axis` of `x`'s shape (a tensor without `axis`)."""
+    shape = int_shape(x)
+    red_shape = _drop(tuple(const(n) for n in shape), axis)
+    k = reduce_axis(shape[axis], "k")
+    return compute(  # type: ignore[no-any-return]
+        red_shape, lambda *i: sum_(term(_insert(i, axis, k.var)), axis=k), name, "comm_reduce"
     )
-    return xmax, total
 
 
 def _softmax(attrs: Attrs | None, inputs: list[Tensor], name: str, log_form: bool) -> Tensor:
+    """Softmax: the row maximum, the exponentials `exp(x - max)` (a stage of their own, so
+    each is computed once), their sum, then `exp * (1 / sum)` (one division per row).
+    Log-softmax: the maximum, the sum of `exp(x - max)`, then `x - max - log(sum)`."""
     assert attrs is not None
     (x,) = inputs
     axis = normalize_axis(int(attrs.axis), x.ndim)
-    xmax, total = _softmax_stats(x, axis, name)
+    xmax = _softmax_max(x, axis, name)
     info = {"axis": axis}
     if log_form:
+        total = _sum_along(x, axis, f"{name}_expsum", lambda i: exp(x[i] - xmax[_drop(i, axis)]))
         return compute(  # type: ignore[no-any-return]
             x.shape,
             lambda *i: x[i] - xmax[_drop(i, axis)] - log(total[_drop(i, axis)]),
@@ -348,9 +354,13 @@ def _softmax(attrs: Attrs | None, inputs: list[Tensor], name: str, log_form: boo
             "log_softmax",
             info,
         )
+    shifted = compute(
+        x.shape, lambda *i: exp(x[i] - xmax[_drop(i, axis)]), f"{name}_exp", "softmax_exp", info
+    )
+    total = _sum_along(x, axis, f"{name}_expsum", lambda i: shifted[i])
     return compute(  # type: ignore[no-any-return]
         x.shape,
-        lambda *i: exp(x[i] - xmax[_drop(i, axis)]) / total[_drop(i, axis)],
+        lambda *i: shifted[i] * (const(1, x.dtype) / total[_drop(i, axis)]),
         name,
         "softmax",
         info,

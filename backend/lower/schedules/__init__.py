@@ -395,6 +395,7 @@ def stage_state(s: Schedule, op: Operation | Tensor) -> str:
 from . import (  # noqa: E402
     batch_matmul,
     conv2d,
+    conv2d_nchwc,
     dense,
     generic,
     injective,
@@ -409,6 +410,7 @@ SCHEDULES: OpTable[ScheduleRule] = OpTable.merge(
     [
         batch_matmul.SCHEDULES,
         conv2d.SCHEDULES,
+        conv2d_nchwc.SCHEDULES,
         dense.SCHEDULES,
         pool.SCHEDULES,
         reduce.SCHEDULES,

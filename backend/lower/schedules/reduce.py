@@ -148,8 +148,16 @@ def _rows(s: Schedule, t: Tensor, level: int, target: Target) -> tuple[Any, list
 
 def _vectorize_attached(s: Schedule, op: ComputeOp, level: int, target: Target) -> None:
     """Inside a row: a reduction with data axes left after `level` that reads along its
-    last one gets the reduction loops outside and that axis vectorized."""
-    if len(op.axis) > level and is_reduction(op) and _reads_along_data(s, op):
+    last one gets the reduction loops outside and that axis vectorized; an element-wise
+    stage (softmax's exponentials) gets its last axis vectorized."""
+    if len(op.axis) <= level:
+        return
+    if not is_reduction(op):
+        factor = vector_factor(extents(op)[-1], target.lanes(op.output(0).dtype))
+        if factor:
+            _, inner = s[op].split(op.axis[-1], factor=factor)
+            s[op].vectorize(inner)
+    elif _reads_along_data(s, op):
         _vector_inner(s[op], op, level, target)
 
 

@@ -1,17 +1,21 @@
 """The schedule of softmax and log-softmax: the statistics (max, sum of exponentials) and
 the normalize stage are computed row by row.
 
-For softmax over the last axis of `x[n, c]`:
+For softmax over the last axis of `x[n, c]` (the compute materializes the exponentials, so
+each is computed once):
 
     for n in rows:                 # parallel when there is enough work
-      maxelem[n] = max_k x[n, k]
-      expsum[n] = sum_k exp(x[n, k] - maxelem[n])
-      for c.outer: for c.inner in [0, v):       # vectorized
-        out[n, c] = exp(x[n, c] - maxelem[n]) / expsum[n]
+      maxelem = max_k x[n, k]                      # LLVM vectorizes the reductions
+      for c.outer: for c.inner in [0, v):          # vectorized
+        e[c] = exp(x[n, c] - maxelem)
+      expsum = sum_k e[k]
+      for c.outer: for c.inner in [0, v):          # vectorized
+        out[n, c] = e[c] * (1 / expsum)
 
-Over another axis the rows are the leading axes before it (the statistics of a row are
-computed for all the trailing positions at once). An element-wise tail after the softmax is
-the output; the normalize stage is then computed inside the output's rows too.
+Log-softmax has no exponential stage (`x - max - log(sum_k exp(x[n, k] - max))`). Over
+another axis the rows are the leading axes before it (the statistics of a row are computed
+for all the trailing positions at once). An element-wise tail after the softmax is the
+output; the normalize stage is then computed inside the output's rows too.
 """
 
 from __future__ import annotations

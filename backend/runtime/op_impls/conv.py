@@ -208,6 +208,7 @@ for _name, _ndim in [
     ("nn.conv2d", 2),
     ("nn.conv3d", 3),
     ("nn.contrib_conv2d_NCHWc", 2),
+    ("nn.contrib_depthwise_conv2d_NCHWc", 2),
 ]:
     _register_conv(_name, _ndim)
 

@@ -198,4 +198,4 @@ def test_outputs_of_concurrent_calls_never_share_memory():
 def test_workspaces_are_reused_not_grown_without_bound(threads):
     model = _build()
     assert _hammer(model, threads=threads, calls=5) == []
-    assert 1 <= len(model._idle_workspaces) <= max(threads, 1)
+    assert 1 <= len(model._idle_frames) <= max(threads, 1)

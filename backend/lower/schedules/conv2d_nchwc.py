@@ -1,0 +1,365 @@
+"""The schedules of the channel-blocked convolutions `nn.contrib_conv2d_NCHWc` (data
+`NCHW{bi}c`, weight `OIHW{bi}i{bo}o`, output `NCHW{bo}c`) and
+`nn.contrib_depthwise_conv2d_NCHWc` (weight `OIHW1i{b}o`).
+
+In these layouts a vector of `b` channels is contiguous everywhere (input, weight and
+output), so both nests use it as their SIMD vector, for any stride, with no gathers,
+shuffles or packing at run time. The anchor is replaced (`dense.install`) by a compute with
+the channel blocks as separate reduction axes (no `//`, `%` in the indices), computed inside
+the output's loops so that the fused tail (bias add, relu, clip, residual add) reads the
+accumulators before the store.
+
+**conv2d_NCHWc**: a register block of `ocv` output-channel vectors by `owb` output columns,
+the input element broadcast, the weight vector loaded contiguously:
+
+    pad the input (its own parallel loop nest, when the convolution pads)
+    for n, oc.outer, oh:                                   # fused, parallel
+      for ow.outer:
+        for ic.outer, kh, kw, ic.inner:                    # ic.inner unrolled
+          for ocv, owb (unrolled):                         # ocv x owb vector registers
+            acc[ocv, owb, :] += broadcast(x[n, ic.o, oh*s + kh*d, (ow0+owb)*s + kw*d, ic.i])
+                                * w[oc.o*ocv + ocv, ic.o, kh, kw, ic.i, :]
+        out[n, oc.o*ocv + ocv, oh, ow0 + owb, :] = tail(acc[ocv, owb, :])
+
+When the weights of one register block (`ocv x IC x KH x KW x bo`) outgrow L1 and the row
+has several column blocks, the input channels are walked in blocks (`ic.outer` split) with
+the whole row's accumulators in a local buffer, so that a block's weights stay in L1 while
+the column blocks go by.
+
+**depthwise_conv2d_NCHWc**: one vector of `b` channels per output column, a register block
+of output columns, a contiguous input vector per tap (any stride):
+
+    for n, c.outer:                                        # fused, parallel (with oh too
+      plane[h, w, :] = x[n, c.outer, h - pt, w - pl, :]    #  for narrow outputs: then the
+                                                           #  plane is the rows oh reads)
+      for oh, ow.outer:
+        for kh, kw (unrolled): for owb (unrolled):
+          acc[owb, :] += plane[oh*s + kh*d, (ow0+owb)*s + kw*d, :] * w[c.outer, 0, kh, kw, 0, :]
+        out[n, c.outer, oh, ow0 + owb, :] = tail(acc[owb, :])
+
+A convolution of another form (groups on conv2d_NCHWc, other layout strings) gets the
+generic schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from attrs import frozen
+
+from ....lang.opdefs.semantics.layouts import layout_letters
+from ....lang.optable import OpTable
+from ...target import Target
+from ...te.schedule import AttachKind
+from ...te.tensor import ComputeOp, Tensor, compute, reduce_axis, sum_
+from ...tir.expr import PrimExpr, cast
+from . import PARALLEL_MIN_WORK, Schedule, ScheduleRule, last_stage
+from .conv2d import Conv2D, _ints, analyze_conv
+from .dense import VECTOR_REGISTERS, install
+
+ACCUMULATOR_BUDGET = {32: 24, 16: 12}
+"""Vector accumulators a conv2d_NCHWc register block may use, per register count (the rest
+hold the weight vectors and the broadcast input)."""
+
+WEIGHT_BLOCK_BYTES = 24 * 1024
+"""conv2d_NCHWc walks the input channels in blocks whose weights (for one register block
+of output channels) take about this much, when the whole reduction's do not fit."""
+
+ROWS_BELOW_VECTORS = 2
+"""Depthwise outputs narrower than this many vectors run parallel over output rows (each
+padding the input rows it reads) rather than whole channel-block planes (measured: 7x7
+layers 25% faster, 28x28 and wider ones slower)."""
+
+DEPTHWISE_COLUMNS = {32: 12, 16: 8}
+"""Output columns (vector accumulators) per depthwise register block, per register count."""
+
+
+@frozen
+class BlockedConv:
+    """A channel-blocked convolution: the generic analysis `conv`, the input block `bi`,
+    the output block `bo` (the vector), and whether it is the depthwise form."""
+
+    conv: Conv2D
+    bi: int
+    bo: int
+    depthwise: bool
+
+
+def analyze_blocked(op: Any, depthwise: bool) -> BlockedConv | None:
+    """The blocked view of an NCHWc conv anchor, or None when its layouts or grouping are
+    not the ones the nests handle (`NCHW{bi}c` / `OIHW{bi}i{bo}o` / `NCHW{bo}c`, groups 1;
+    depthwise: `OIHW1i{b}o`, groups = channels)."""
+    c = analyze_conv(op)
+    if c is None or len(c.out_shape) != 5 or 0 in c.out_shape or 0 in _ints(c.raw.shape):
+        return None
+    if layout_letters(c.data_layout) != list("NCHWc"):
+        return None
+    if layout_letters(c.out_layout) != list("NCHWc"):
+        return None
+    if layout_letters(c.kernel_layout) != list("OIHWio"):
+        return None
+    _, ci_o, _, _, bi = _ints(c.raw.shape)
+    wo, wi, _, _, wbi, wbo = _ints(c.weight.shape)
+    _, oc_o, _, _, bo = c.out_shape
+    if wo != oc_o or wbo != bo:
+        return None
+    if depthwise:
+        if c.groups != ci_o * bi or bi != bo or oc_o != ci_o or wi != 1 or wbi != 1:
+            return None
+    elif c.groups != 1 or wi != ci_o or wbi != bi:
+        return None
+    return BlockedConv(c, bi, bo, depthwise)
+
+
+# ---------------------------------------------------------------------- conv2d_NCHWc
+
+
+def blocked_conv(b: BlockedConv) -> Tensor:
+    """The convolution `[N, OC/bo, OH, OW, bo]` with the input channel blocks as separate
+    reduction axes (outer, kh, kw, inner), reading the (padded) input stage."""
+    c = b.conv
+    _, ci_o, kh_, kw_, _, _ = _ints(c.weight.shape)
+    rco, rh = reduce_axis(ci_o, "rco"), reduce_axis(kh_, "rh")
+    rw, rci = reduce_axis(kw_, "rw"), reduce_axis(b.bi, "rci")
+    (sh, sw), (dh, dw) = c.strides, c.dilation
+    x, w, od = c.data, c.weight, c.out_dtype
+
+    def body(n: PrimExpr, oco: PrimExpr, oh: PrimExpr, ow: PrimExpr, oci: PrimExpr) -> PrimExpr:
+        a = x[n, rco.var, oh * sh + rh.var * dh, ow * sw + rw.var * dw, rci.var]
+        k = w[oco, rco.var, rh.var, rw.var, rci.var, oci]
+        return sum_(cast(od, a) * cast(od, k), axis=[rco, rh, rw, rci])
+
+    return compute(c.out_shape, body, name=f"{c.op.name}_blocked", tag=c.op.tag,  # type: ignore[no-any-return]
+                   attrs=c.op.attrs)  # fmt: skip
+
+
+@frozen
+class NCHWcBlocking:
+    """`ocv` output-channel vectors by `owb` output columns; input channel blocks walked
+    `icb` at a time (all of them when it equals the count)."""
+
+    ocv: int
+    owb: int
+    icb: int
+
+
+def choose_nchwc_blocking(b: BlockedConv, target: Target) -> NCHWcBlocking:
+    """The register block with the lowest cost per FMA among `ocv` output-channel vectors
+    (a divisor of the channel blocks, at most 4) by `owb` columns, `ocv x owb` accumulators
+    within `ACCUMULATOR_BUDGET` (in registers: a vector wider than the target's takes
+    several): loads (`ocv` weight vectors and `owb` broadcasts per step,
+    each `LOAD_COST` FMAs) against FMAs, fewer accumulators than hide the FMA latency, and
+    a little for a column tail; ties go to the bigger block. Then the input channel blocks
+    whose weights fit `WEIGHT_BLOCK_BYTES`. Measured on MobileNet-v2's and ResNet-18's
+    layers (AVX2): 4x3, 3x4 and 2x4 reach 90-100% of the one-thread peak where 1x7 and 2x6
+    reach 75-80%; a block that does not divide the channel blocks costs half the speed."""
+    c = b.conv
+    _, oc_o, _, ow_, _ = c.out_shape
+    ci_o, kh, kw = _ints(c.weight.shape)[1:4]
+    regs = VECTOR_REGISTERS.get(target.vector_bits, 16)
+    parts = max(1, -(-b.bo // target.lanes(c.out_dtype)))  # registers per channel vector
+    budget = max(1, ACCUMULATOR_BUDGET.get(regs, regs * 3 // 4) // parts)
+    best: tuple[float, int, int, int] | None = None  # (cost, -acc, -ocv, owb)
+    for ocv in (1, 2, 3, 4):
+        if oc_o % ocv:
+            continue
+        for owb in range(1, max(1, min(ow_, budget // ocv)) + 1):
+            acc = ocv * owb
+            cost = max(acc, LOAD_COST * (ocv + owb), LATENCY_ACCUMULATORS / parts) / acc
+            if ow_ % owb:
+                cost *= 1.05
+            key = (cost, -acc, -ocv, owb)
+            if best is None or key < best:
+                best = key
+    assert best is not None
+    _, _, neg_ocv, owb = best
+    ocv = -neg_ocv
+    per_block = ocv * kh * kw * b.bi * b.bo * 4
+    icb = _divisor_at_most(ci_o, max(1, WEIGHT_BLOCK_BYTES // per_block))
+    return NCHWcBlocking(ocv, owb, icb)
+
+
+LOAD_COST = 1.6
+"""What a load (weight vector or broadcast input) costs in the register block, in FMAs."""
+
+LATENCY_ACCUMULATORS = 8
+"""Independent accumulators that keep both FMA units busy through the FMA latency."""
+
+
+def _divisor_at_most(n: int, limit: int) -> int:
+    return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
+
+
+def _pad_at_root(s: Schedule, data: Tensor, target: Target) -> None:
+    """Materialize the padding stage (it was inlined) at root: parallel over (n, c.outer)
+    planes, each row's columns and channel vector as one vectorized loop."""
+    if not isinstance(data.op, ComputeOp) or data.op.reduce_axis:
+        return
+    ps = s[data]
+    ps.compute_root()
+    n, co, _, w, ci = ps.op.axis
+    plane = ps.fuse(n, co)
+    _vectorize_row(ps, w, ci, target.lanes(data.dtype), _ints(data.shape)[3:])
+    if target.num_threads > 1 and math.prod(_ints(data.shape)) >= 32 * 1024:
+        ps.parallel(plane)
+
+
+def _vectorize_row(stage: Any, w: Any, ci: Any, lanes: int, sizes: list[int]) -> None:
+    """Vectorize a (columns, channel vector) pair: the vector itself when it is at least 4
+    wide, else the fused row in vectors."""
+    if sizes[1] >= 4:
+        stage.vectorize(ci)
+        return
+    if sizes[0] * sizes[1] >= lanes:
+        _, inner = stage.split(stage.fuse(w, ci), factor=lanes)
+        stage.vectorize(inner)
+
+
+def _parallel_work(c: Conv2D, reduce_len: int) -> bool:
+    return math.prod(c.out_shape) * reduce_len >= PARALLEL_MIN_WORK
+
+
+def schedule_conv2d_nchwc(
+    s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target
+) -> None:
+    """The conv2d_NCHWc nest of the module docstring (generic for other forms)."""
+    b = analyze_blocked(s[anchor].op, depthwise=False)
+    if b is None:
+        _generic(s, outputs, anchor, target)
+        return
+    c = b.conv
+    main = blocked_conv(b)
+    host = install(s, outputs, anchor, main, lambda *i: main[i])
+    _pad_at_root(s, c.data, target)
+    blk = choose_nchwc_blocking(b, target)
+    ci_o, kh, kw = _ints(c.weight.shape)[1:4]
+    st = s[host]
+    n, oco, oh, ow, oci = st.op.axis
+    oco_o, oco_i = st.split(oco, factor=blk.ocv)
+    owo, owi = st.split(ow, factor=blk.owb)
+    st.reorder(n, oco_o, oh, owo, oco_i, owi, oci)
+    _vectorize_vector(st, oci, b.bo)
+    outer = st.fuse(n, oco_o, oh)
+    if target.num_threads > 1 and _parallel_work(c, ci_o * kh * kw * b.bi):
+        st.parallel(outer)
+    ms = s[main]
+    cn, coc, coh, cow, cv = ms.op.axis
+    rco, rh, rw, rci = ms.op.reduce_axis
+    if blk.icb < ci_o and c.out_shape[3] > blk.owb:
+        # the row's accumulators in a local buffer, the weights of `icb` input channel
+        # blocks in L1 while the column blocks go by
+        ms.compute_at(st, outer)
+        cwo, cwi = ms.split(cow, factor=blk.owb)
+        rco_o, rco_i = ms.split(rco, factor=blk.icb)
+        ms.reorder(cn, coh, rco_o, cwo, rco_i, rh, rw, rci, coc, cwi, cv)
+        ms.unroll(cwi)
+    else:
+        ms.compute_at(st, owo)
+        ms.reorder(cn, coh, rco, rh, rw, rci, coc, cow, cv)
+        ms.unroll(cow)
+    ms.unroll(coc)
+    if b.bi <= 16:
+        ms.unroll(rci)
+    _vectorize_vector(ms, cv, b.bo)
+
+
+def _vectorize_vector(stage: Any, axis: Any, width: int) -> None:
+    """Vectorize the channel-vector axis (a short one is left to LLVM's SLP vectorizer)."""
+    if width >= 2:
+        stage.vectorize(axis)
+
+
+def _generic(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
+    from .generic import schedule_generic
+
+    schedule_generic(s, outputs, anchor, target)
+
+
+# ------------------------------------------------------------- depthwise_conv2d_NCHWc
+
+
+def blocked_depthwise(b: BlockedConv) -> Tensor:
+    """The depthwise convolution `[N, C/b, OH, OW, b]` over the (padded) input stage."""
+    c = b.conv
+    kh_, kw_ = _ints(c.weight.shape)[2:4]
+    rh, rw = reduce_axis(kh_, "rh"), reduce_axis(kw_, "rw")
+    (sh, sw), (dh, dw) = c.strides, c.dilation
+    x, w, od = c.data, c.weight, c.out_dtype
+
+    def body(n: PrimExpr, co: PrimExpr, oh: PrimExpr, ow: PrimExpr, ci: PrimExpr) -> PrimExpr:
+        a = x[n, co, oh * sh + rh.var * dh, ow * sw + rw.var * dw, ci]
+        k = w[co, 0, rh.var, rw.var, 0, ci]
+        return sum_(cast(od, a) * cast(od, k), axis=[rh, rw])
+
+    return compute(c.out_shape, body, name=f"{c.op.name}_dw", tag=c.op.tag,  # type: ignore[no-any-return]
+                   attrs=c.op.attrs)  # fmt: skip
+
+
+def schedule_depthwise_nchwc(
+    s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target
+) -> None:
+    """The depthwise nest of the module docstring (generic for other forms)."""
+    b = analyze_blocked(s[anchor].op, depthwise=True)
+    if b is None:
+        _generic(s, outputs, anchor, target)
+        return
+    c = b.conv
+    main = blocked_depthwise(b)
+    host = install(s, outputs, anchor, main, lambda *i: main[i])
+    kh, kw = _ints(c.weight.shape)[2:4]
+    _, c_o, _, ow_, _ = c.out_shape
+    regs = VECTOR_REGISTERS.get(target.vector_bits, 16)
+    most = min(ow_, DEPTHWISE_COLUMNS.get(regs, regs // 2))
+    divisors = [d for d in range(most, 0, -1) if ow_ % d == 0]
+    owb = divisors[0] if divisors and divisors[0] * 3 > most * 2 else most
+    st = s[host]
+    n, co, oh, ow, ci = st.op.axis
+    owo, owi = st.split(ow, factor=owb)
+    st.reorder(n, co, oh, owo, owi, ci)
+    _vectorize_vector(st, ci, b.bo)
+    threads = target.num_threads
+    few_planes = _ints(c.raw.shape)[0] * c_o < 2 * threads
+    by_rows = few_planes or ow_ < ROWS_BELOW_VECTORS * target.lanes(c.out_dtype)
+    plane = st.fuse(n, co, oh) if by_rows else st.fuse(n, co)
+    if threads > 1 and _parallel_work(c, kh * kw):
+        st.parallel(plane)
+    if c.data is not c.raw:
+        # the padded plane of this channel block (its needed rows when rows are parallel)
+        ps = s[c.data]
+        if ps.attach_kind is AttachKind.INLINE:
+            ps.compute_root()
+        ps.compute_at(st, plane)
+        _, _, _, pw, pci = ps.op.axis
+        _vectorize_row(ps, pw, pci, target.lanes(c.data.dtype), _ints(c.data.shape)[3:])
+    ms = s[main]
+    ms.compute_at(st, owo)
+    cn, cc, coh, cow, cv = ms.op.axis
+    rh, rw = ms.op.reduce_axis
+    ms.reorder(cn, cc, coh, rh, rw, cow, cv)
+    ms.unroll(rh)
+    ms.unroll(rw)
+    ms.unroll(cow)
+    _vectorize_vector(ms, cv, b.bo)
+
+
+CONV2D_NCHWC: ScheduleRule = ScheduleRule(schedule_conv2d_nchwc, last_stage)
+"""`contrib_conv2d_NCHWc` kernels, anchored at the convolution (its padding is before)."""
+
+DEPTHWISE_NCHWC: ScheduleRule = ScheduleRule(schedule_depthwise_nchwc, last_stage)
+"""`contrib_depthwise_conv2d_NCHWc` kernels, anchored at the convolution."""
+
+SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
+SCHEDULES.add("nn.contrib_conv2d_NCHWc", CONV2D_NCHWC)
+SCHEDULES.add("nn.contrib_depthwise_conv2d_NCHWc", DEPTHWISE_NCHWC)
+
+__all__ = [
+    "BlockedConv",
+    "NCHWcBlocking",
+    "analyze_blocked",
+    "blocked_conv",
+    "blocked_depthwise",
+    "choose_nchwc_blocking",
+    "schedule_conv2d_nchwc",
+    "schedule_depthwise_nchwc",
+]

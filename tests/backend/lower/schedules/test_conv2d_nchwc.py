@@ -1,0 +1,227 @@
+"""The channel-blocked convolution schedules (`schedules/conv2d_nchwc.py`): compiled
+`nn.contrib_conv2d_NCHWc` and `nn.contrib_depthwise_conv2d_NCHWc` kernels, with fused
+tails (bias add in the packed layout, relu, clip, residual add), against the reference
+implementations, on fixed cases and hypothesis-drawn shapes (blocks 1, 3, 4, 8, 16,
+strides, 1x1/3x3/5x5 windows, uneven padding, dilation, odd sizes, batch 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from relay.backend.lower.schedules import conv2d_nchwc
+from relay.backend.runtime.op_impls import implementation_for
+from relay.backend.target import Target
+from relay.backend.te import placeholder
+from relay.lang import get_op
+from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
+
+RNG = np.random.default_rng(7)
+CONV = "nn.contrib_conv2d_NCHWc"
+DEPTHWISE = "nn.contrib_depthwise_conv2d_NCHWc"
+
+
+def _ref(name, arrays, attrs=None):
+    return implementation_for(get_op(name))(arrays, attrs)
+
+
+def nchwc_case(
+    n, c_outer, h, w, bi, o_outer, bo, k, stride=1, pad=0, dil=1, tail="bias_relu",
+    depthwise=False, target=None,
+):  # fmt: skip
+    """Build, compile (default schedules) and run one convolution with its tail; returns
+    (got, want, schedule trace text)."""
+    kh, kw = k if isinstance(k, tuple) else (k, k)
+    if depthwise:
+        bo, o_outer = bi, c_outer
+        wshape = (c_outer, 1, kh, kw, 1, bi)
+        op, kernel_layout, groups = DEPTHWISE, f"OIHW1i{bi}o", c_outer * bi
+    else:
+        wshape = (o_outer, c_outer, kh, kw, bi, bo)
+        op, kernel_layout, groups = CONV, f"OIHW{bi}i{bo}o", 1
+    x = placeholder((n, c_outer, h, w, bi), "float32", "x")
+    wt = placeholder(wshape, "float32", "w")
+    conv, attrs = apply_compute(
+        op, [x, wt], strides=(stride, stride), padding=pad, dilation=(dil, dil), groups=groups,
+        channels=o_outer * bo, kernel_size=(kh, kw), data_layout=f"NCHW{bi}c",
+        kernel_layout=kernel_layout, out_layout=f"NCHW{bo}c",
+    )  # fmt: skip
+    xa = RNG.normal(size=(n, c_outer, h, w, bi)).astype("float32")
+    wa = RNG.normal(size=wshape).astype("float32")
+    want = _ref(op, [xa, wa], attrs)
+    inputs, arrays, out = [x, wt], [xa, wa], conv
+    if tail != "none":
+        b = placeholder((o_outer, 1, 1, bo), "float32", "b")
+        ba = RNG.normal(size=(o_outer, 1, 1, bo)).astype("float32")
+        out, _ = apply_compute("add", [conv, b])
+        want = _ref("add", [want, ba])
+        inputs, arrays = [*inputs, b], [*arrays, ba]
+    if tail == "bias_relu":
+        out, _ = apply_compute("nn.relu", [out])
+        want = _ref("nn.relu", [want])
+    elif tail == "bias_clip":
+        out, clip = apply_compute("clip", [out], a_min=0.0, a_max=6.0)
+        want = _ref("clip", [want], clip)
+    elif tail == "bias_residual":
+        shape = want.shape
+        r = placeholder(shape, "float32", "r")
+        ra = RNG.normal(size=shape).astype("float32")
+        out, _ = apply_compute("add", [out, r])
+        out, _ = apply_compute("nn.relu", [out])
+        want = _ref("nn.relu", [_ref("add", [want, ra])])
+        inputs, arrays = [*inputs, r], [*arrays, ra]
+    (got,), s = run_default_schedule(inputs, [out], arrays, target)
+    return got, want, str(s.trace)
+
+
+def assert_close(got, want):
+    assert_matches(got, want, atol=1e-4)  # sums of up to a few hundred O(1) products
+
+
+def assert_blocked(trace: str, depthwise: bool, block: int) -> None:
+    """The kernel got the channel-vector nest (not the generic fallback), vectorized over
+    the output channel block when it has several lanes."""
+    main = "conv2d_dw" if depthwise else "conv2d_blocked"
+    assert main in trace
+    assert (f'vectorize("{main}"' in trace) == (block > 1)
+
+
+CONV_CASES = [
+    # n, c.outer, h, w, bi, oc.outer, bo, k, stride, pad, dil, tail
+    (1, 4, 14, 14, 8, 4, 8, 1, 1, 0, 1, "none"),  # a pointwise layer: a GEMM over channels
+    (1, 4, 14, 14, 8, 4, 8, 1, 1, 0, 1, "bias_clip"),
+    (1, 2, 15, 15, 8, 6, 8, 3, 1, 1, 1, "bias_relu"),  # 3x3, odd size, 6 output blocks
+    (1, 1, 23, 23, 3, 4, 8, 3, 2, 1, 1, "bias_clip"),  # the stem: NCHW3c data, OIHW3i8o
+    (1, 1, 20, 20, 3, 2, 8, 7, 2, 3, 1, "bias_relu"),  # ResNet's 7x7 stride-2 stem
+    (2, 3, 9, 11, 4, 5, 4, 5, 2, 2, 1, "bias_residual"),  # 5x5 /2, batch 2, odd blocks
+    (1, 2, 13, 17, 16, 2, 16, 3, 1, (0, 1, 2, 0), 1, "bias_relu"),  # 16-blocks, uneven pad
+    (1, 3, 12, 12, 8, 2, 8, 3, 1, 2, 2, "none"),  # dilation 2
+    (1, 5, 7, 7, 1, 3, 1, 3, 1, 1, 1, "bias_relu"),  # blocks of one channel
+    (1, 40, 7, 7, 8, 4, 8, 1, 1, 0, 1, "bias_residual"),  # 320 channels: weight blocks
+    (1, 8, 28, 28, 8, 2, 8, 3, 2, 1, 1, "bias_residual"),  # stride 2, input channel blocks
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d_nchwc_fixed(case):
+    n, co, h, w, bi, oo, bo, k, stride, pad, dil, tail = case
+    got, want, trace = nchwc_case(n, co, h, w, bi, oo, bo, k, stride, pad, dil, tail)
+    assert_close(got, want)
+    assert_blocked(trace, depthwise=False, block=bo)
+
+
+DEPTHWISE_CASES = [
+    # n, c.outer, h, w, b, k, stride, pad, dil, tail
+    (1, 4, 28, 28, 8, 3, 1, 1, 1, "bias_clip"),  # MobileNet-v2 28x28: channel-block planes
+    (1, 6, 7, 7, 8, 3, 1, 1, 1, "bias_clip"),  # 7x7: parallel rows
+    (2, 3, 15, 13, 8, 3, 2, 1, 1, "bias_residual"),  # stride 2, odd sizes, batch 2
+    (1, 2, 19, 19, 4, 5, 2, 2, 1, "none"),  # 5x5 stride 2
+    (1, 3, 11, 9, 3, 3, 1, 1, 1, "bias_clip"),  # blocks of 3 channels
+    (1, 2, 12, 20, 16, 3, 1, (1, 0, 0, 2), 1, "bias_residual"),  # 16-blocks, uneven pad
+    (1, 2, 14, 14, 8, 3, 1, 2, 2, "none"),  # dilation 2
+    (1, 3, 8, 8, 1, 3, 2, 0, 1, "bias_clip"),  # blocks of one channel, no padding
+    (1, 2, 9, 9, 8, 1, 2, 0, 1, "none"),  # 1x1 stride 2
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_CASES)
+def test_depthwise_nchwc_fixed(case):
+    n, co, h, w, b, k, stride, pad, dil, tail = case
+    got, want, trace = nchwc_case(n, co, h, w, b, co, b, k, stride, pad, dil, tail, depthwise=True)
+    assert_close(got, want)
+    assert_blocked(trace, depthwise=True, block=b)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [Target(vector_bits=256, num_threads=2), Target(vector_bits=512, num_threads=1)],
+    ids=["avx2-2threads", "avx512-1thread"],
+)
+def test_other_targets(target):
+    if target.vector_bits > Target.host().vector_bits:
+        target = Target(vector_bits=Target.host().vector_bits, num_threads=1)
+    got, want, _ = nchwc_case(1, 4, 16, 16, 8, 4, 8, 3, 1, 1, target=target)
+    assert_close(got, want)
+    got, want, _ = nchwc_case(1, 4, 16, 16, 8, 4, 8, 3, 1, 1, depthwise=True, target=target)
+    assert_close(got, want)
+
+
+def test_parallel_on_a_real_layer():
+    """A MobileNet-v2 pointwise layer runs parallel over (n, oc.outer, oh)."""
+    got, want, trace = nchwc_case(1, 4, 28, 28, 8, 12, 8, 1, target=Target.host(2))
+    assert_close(got, want)
+    assert "parallel" in trace
+
+
+def test_blocking_divides_channel_blocks_and_fits_registers():
+    """The register block never splits the output channel blocks with a tail, and its
+    accumulators stay within the budget, for every layer shape of the benchmark."""
+    for oc_outer in (2, 3, 4, 12, 18, 40, 120):
+        for ow in (7, 14, 28, 56, 112):
+            for target in (Target(vector_bits=256), Target(vector_bits=512)):
+                b = _blocked(oc_outer, ow, target.lanes("float32"))
+                blk = conv2d_nchwc.choose_nchwc_blocking(b, target)
+                assert oc_outer % blk.ocv == 0
+                budget = conv2d_nchwc.ACCUMULATOR_BUDGET[32 if target.vector_bits == 512 else 16]
+                assert blk.ocv * blk.owb <= budget
+                assert blk.icb >= 1
+
+
+def _blocked(oc_outer: int, ow: int, lanes: int):
+    x = placeholder((1, 4, ow, ow, lanes), "float32", "x")
+    wt = placeholder((oc_outer, 4, 1, 1, lanes, lanes), "float32", "w")
+    conv, _ = apply_compute(
+        CONV, [x, wt], channels=oc_outer * lanes, kernel_size=(1, 1),
+        data_layout=f"NCHW{lanes}c", kernel_layout=f"OIHW{lanes}i{lanes}o",
+        out_layout=f"NCHW{lanes}c",
+    )  # fmt: skip
+    b = conv2d_nchwc.analyze_blocked(conv.op, depthwise=False)
+    assert b is not None
+    return b
+
+
+def test_other_forms_fall_back_to_the_generic_schedule():
+    """A kernel layout the nests do not handle (`OIHW8o8i`: output block before input
+    block) still computes the right result, through the generic schedule."""
+    x = placeholder((1, 2, 6, 6, 4), "float32", "x")
+    wt = placeholder((2, 2, 3, 3, 4, 4), "float32", "w")
+    conv, attrs = apply_compute(
+        CONV, [x, wt], channels=8, kernel_size=(3, 3), padding=(1, 1), data_layout="NCHW4c",
+        kernel_layout="OIHW4o4i", out_layout="NCHW4c",
+    )  # fmt: skip
+    assert conv2d_nchwc.analyze_blocked(conv.op, depthwise=False) is None
+    xa = RNG.normal(size=(1, 2, 6, 6, 4)).astype("float32")
+    wa = RNG.normal(size=(2, 2, 3, 3, 4, 4)).astype("float32")
+    (got,), s = run_default_schedule([x, wt], [conv], [xa, wa])
+    assert_close(got, _ref(CONV, [xa, wa], attrs))
+    assert "conv2d_blocked" not in str(s.trace)
+
+
+@st.composite
+def blocked_convs(draw):
+    """(depthwise, case args) of a random NCHWc convolution whose window fits."""
+    depthwise = draw(st.booleans())
+    bi = draw(st.sampled_from([1, 3, 4, 8, 16]))
+    bo = bi if depthwise else draw(st.sampled_from([1, 3, 4, 8, 16]))
+    n = draw(st.integers(1, 2))
+    c_outer = draw(st.integers(1, 3))
+    o_outer = c_outer if depthwise else draw(st.integers(1, 3))
+    k = draw(st.sampled_from([1, 3, 5]))
+    stride = draw(st.integers(1, 2))
+    dil = draw(st.sampled_from([1, 1, 2]))
+    pad = tuple(draw(st.integers(0, k // 2 + 1)) for _ in range(4))
+    reach = (k - 1) * dil + 1
+    h = draw(st.integers(max(1, reach - pad[0] - pad[2]), 13))
+    w = draw(st.integers(max(1, reach - pad[1] - pad[3]), 13))
+    tail = draw(st.sampled_from(["none", "bias_relu", "bias_clip", "bias_residual"]))
+    return depthwise, (n, c_outer, h, w, bi, o_outer, bo, k, stride, pad, dil, tail)
+
+
+@settings(max_examples=max(20, settings.default.max_examples // 3))
+@given(blocked_convs())
+def test_random_blocked_convolutions(drawn):
+    depthwise, args = drawn
+    got, want, trace = nchwc_case(*args, depthwise=depthwise)
+    assert_close(got, want)
+    assert_blocked(trace, depthwise, block=args[6])
