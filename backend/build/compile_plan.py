@@ -14,13 +14,15 @@ constants and the steps' inputs. Symbol names carry the digest of the final plan
 (`plan_digest`), so a saved artifact's object code commits to its plan. The thread pool is
 set to the target's thread count. A model compiled for CPU features this host lacks can be
 saved (to run elsewhere) but not run here: running it is an `Error` naming the features,
-never an illegal instruction.
+never an illegal instruction. With `$RELAY_CACHE_DIR` set, the compiled library is kept
+there and reused by a later build of the same kernels for the same target
+(`codegen.cache`; not when `dump` asks for the stages' text).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -34,6 +36,7 @@ from ...lang.types import TensorType
 from ...typecheck import infer_expr
 from ...typecheck.result import ModuleTypes
 from ..codegen import threadpool
+from ..codegen.cache import cache_dir, compile_cached
 from ..codegen.compile import compile_module
 from ..codegen.entry import BufferRef, EntryPlan, KernelCall
 from ..kernel_cost import KernelCost
@@ -44,6 +47,7 @@ from ..runtime.compiled import CompiledModel, CompileStats, KernelInfo, check_mo
 from ..runtime.plan import GraphPlan, MemoryPlan, tensor_nbytes
 from ..target import Target
 from ..tir.printer import astext as tir_text
+from ..tir.stmt import PrimFunc
 from ..tir.transform import lower_pipeline
 from .artifact import plan_digest, save_artifact
 from .fold_plan import constant_params, fold_into_plan
@@ -133,6 +137,88 @@ def _ref_for(memory: MemoryPlan, slot_kind: dict[int, tuple[str, int]], s: int) 
     return BufferRef(kind, index)
 
 
+def lower_kernel(
+    fn: Function,
+    types: ModuleTypes | None,
+    index: int,
+    target: Target,
+    constant_params: Collection[int] | None = None,
+) -> LoweredKernel | None:
+    """Primitive function `fn` lowered and scheduled as kernel `k<index>` for `target`, or
+    None when it cannot be (it then runs in the interpreter); an `Error` when a tensor it
+    computes is too big for 64-bit indices (`check_index_range`)."""
+    check_index_range(fn, types)
+    try:
+        return lower_primitive(fn, types, f"k{index}", target, constant_params=constant_params)
+    except LoweringError:
+        return None
+
+
+def name_kernels(
+    kernels: Sequence[Function],
+    lowered_by_kernel: Mapping[int, LoweredKernel],
+    prefix: str,
+    params: list[np.ndarray],
+) -> tuple[list[KernelInfo], list[tuple[Function, LoweredKernel]]]:
+    """The `KernelInfo` of each kernel (symbol `<prefix>_k<k>`, display name unique in the
+    model; a kernel absent from `lowered_by_kernel` keeps its function for the
+    interpreter), and the lowered kernels to compile, renamed to their symbols. The
+    constants lowering lifted are appended to `params` (`KernelInfo.lifted` indexes it)."""
+    infos: list[KernelInfo] = []
+    scheduled: list[tuple[Function, LoweredKernel]] = []
+    names = _UniqueNames()
+    for k, fn in enumerate(kernels):
+        kname = f"{prefix}_k{k}"
+        if k not in lowered_by_kernel:
+            infos.append(KernelInfo(kname, (), fn, names.unique(interpreted_cost(fn))))
+            continue
+        lowered = _renamed(lowered_by_kernel[k], kname)
+        lifted = tuple(range(len(params), len(params) + len(lowered.constants)))
+        params.extend(lowered.constants)
+        infos.append(KernelInfo(kname, lifted, None, names.unique(describe_kernel(fn, lowered))))
+        scheduled.append((fn, lowered))
+    return infos, scheduled
+
+
+def compile_kernels(
+    scheduled: Sequence[tuple[Function, LoweredKernel]],
+    entry: EntryPlan | None,
+    name: str,
+    target: Target,
+    seconds: dict[str, float],
+    dump: dict[str, Any] | None = None,
+) -> Any:
+    """One library of the lowered kernels (and `entry`, when given) for `target`: the loop
+    passes, then LLVM (through the cache when `$RELAY_CACHE_DIR` is set and `dump` is
+    None). Stage times go into `seconds`, stage texts into `dump`. Code for CPU features
+    this host lacks comes back as a `ForeignLibrary`."""
+    prim_funcs: list[PrimFunc] = []
+    if dump is not None or cache_dir() is None:
+        start = time.perf_counter()
+        prim_funcs = [lower_pipeline(lowered.func) for _, lowered in scheduled]
+        seconds["tir"] = time.perf_counter() - start
+    if dump is not None:
+        dump["te"] = "\n\n".join(_te_text(fn, lowered) for fn, lowered in scheduled)
+        dump["tir"] = "\n\n".join(tir_text(f) for f in prim_funcs)
+    start = time.perf_counter()
+    library: Any
+    if prim_funcs or not scheduled:
+        library = compile_module(prim_funcs, entry=entry, name=name, target=target)
+        seconds["codegen"] = time.perf_counter() - start
+    else:
+        # `$RELAY_CACHE_DIR` is set: the loop-IR passes and LLVM run only on a miss
+        funcs = [lowered.func for _, lowered in scheduled]
+        library, hit = compile_cached(funcs, entry, name, target)
+        seconds["tir+codegen" if not hit else "cached"] = time.perf_counter() - start
+    if dump is not None:
+        dump["llvm"] = library.llvm_ir
+        dump["asm"] = library.asm
+    missing = target.missing_features()
+    if missing:
+        library = ForeignLibrary(library.object_code, missing)
+    return library
+
+
 def compile_plan(
     plan: GraphPlan,
     target: Target | None = None,
@@ -160,13 +246,9 @@ def compile_plan(
     weights = constant_params(plan) if fold_weights else {}
     lowered_by_kernel: dict[int, LoweredKernel] = {}
     for k, fn in enumerate(plan.kernels):
-        check_index_range(fn, types)
-        try:
-            lowered_by_kernel[k] = lower_primitive(
-                fn, types, f"k{k}", target, constant_params=weights.get(k)
-            )
-        except LoweringError:
-            continue
+        lowered = lower_kernel(fn, types, k, target, weights.get(k))
+        if lowered is not None:
+            lowered_by_kernel[k] = lowered
     seconds["lower"] = time.perf_counter() - start
     start = time.perf_counter()
     plan = fold_into_plan(plan, lowered_by_kernel)
@@ -175,29 +257,10 @@ def compile_plan(
         check_model_fits(plan, memory, sum(c.nbytes for c in plan.constants))
     seconds["fold"] = time.perf_counter() - start
     params: list[np.ndarray] = list(plan.constants)
-    infos: list[KernelInfo] = []
-    scheduled: list[tuple[Function, LoweredKernel]] = []
     # Symbol names carry the plan's digest: the object code commits to the plan it was
     # compiled for, so loading can tell an edited plan from the one the code expects.
     prefix = f"{name}_{plan_digest(plan)}"
-    names = _UniqueNames()
-    for k, fn in enumerate(plan.kernels):
-        kname = f"{prefix}_k{k}"
-        if k not in lowered_by_kernel:
-            infos.append(KernelInfo(kname, (), fn, names.unique(interpreted_cost(fn))))
-            continue
-        lowered = _renamed(lowered_by_kernel[k], kname)
-        lifted = tuple(range(len(params), len(params) + len(lowered.constants)))
-        params.extend(lowered.constants)
-        infos.append(KernelInfo(kname, lifted, None, names.unique(describe_kernel(fn, lowered))))
-        scheduled.append((fn, lowered))
-    start = time.perf_counter()
-    prim_funcs = [lower_pipeline(lowered.func) for _, lowered in scheduled]
-    seconds["tir"] = time.perf_counter() - start
-    if dump is not None:
-        dump["te"] = "\n\n".join(_te_text(fn, lowered) for fn, lowered in scheduled)
-        dump["tir"] = "\n\n".join(tir_text(f) for f in prim_funcs)
-
+    infos, scheduled = name_kernels(plan.kernels, lowered_by_kernel, prefix, params)
     entry = None
     if all(i.fallback is None for i in infos):
         calls = []
@@ -208,15 +271,7 @@ def compile_plan(
             refs += [_ref_for(memory, slot_kind, s) for s in st.outputs]
             calls.append(KernelCall(info.name, tuple(refs)))
         entry = EntryPlan(f"{prefix}_main", tuple(calls))
-    start = time.perf_counter()
-    library: Any = compile_module(prim_funcs, entry=entry, name=name, target=target)
-    seconds["codegen"] = time.perf_counter() - start
-    if dump is not None:
-        dump["llvm"] = library.llvm_ir
-        dump["asm"] = library.asm
-    missing = target.missing_features()
-    if missing:
-        library = ForeignLibrary(library.object_code, missing)
+    library = compile_kernels(scheduled, entry, name, target, seconds, dump)
     threadpool.set_num_threads(target.num_threads)
     stats = CompileStats(
         seconds,
@@ -241,4 +296,13 @@ def compile_plan(
     )
 
 
-__all__ = ["INDEX_LIMIT", "ForeignLibrary", "check_index_range", "compile_plan", "place_slots"]
+__all__ = [
+    "INDEX_LIMIT",
+    "ForeignLibrary",
+    "check_index_range",
+    "compile_kernels",
+    "compile_plan",
+    "lower_kernel",
+    "name_kernels",
+    "place_slots",
+]

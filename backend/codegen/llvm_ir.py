@@ -13,10 +13,14 @@ unroller), `Allocate` with a constant size, `LetStmt`/`Let`, `IfThenElse`, `Sele
 and every intrinsic of `tir.op`.
 
 Loops are emitted rotated (guard, body with the induction phi, latch with `add nsw` and the
-exit test), the shape LLVM's loop vectorizer expects. Scalar `if_then_else` whose sides can
-neither fault nor have effects becomes a `select`; otherwise it branches. A vector
-`if_then_else` evaluates each side under a lane mask: loads become masked loads/gathers and
-integer divisors of inactive lanes become 1.
+exit test), the shape LLVM's loop vectorizer expects. Pure operations (arithmetic,
+comparisons, casts, ramps, broadcasts) are value-numbered: an operation on the same LLVM
+operands as one emitted earlier at a point that dominates this one (the same or an
+enclosing loop body or branch) reuses its result, so the index arithmetic that statements
+share is emitted once (a smaller module for LLVM to parse and optimize). Scalar
+`if_then_else` whose sides can neither fault nor have effects becomes a `select`; otherwise
+it branches. A vector `if_then_else` evaluates each side under a lane mask: loads become
+masked loads/gathers and integer divisors of inactive lanes become 1.
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ class KernelEmitter:
         self.mask: ir.Value | None = None
         self.stack_bytes = 0
         self._cache: list[dict[tx.PrimExpr, ir.Value]] = [{}]
+        # Value numbering: one table per region whose values dominate what follows in it.
+        self._numbered: list[dict[tuple[Any, ...], ir.Value]] = [{}]
 
     # ------------------------------------------------------------------ infrastructure
 
@@ -100,6 +106,7 @@ class KernelEmitter:
         """Start a region whose values must not be reused outside it (a branch, a masked
         side, a let body); returns the previous mask for `pop_scope`."""
         self._cache.append({})
+        self._numbered.append({})
         old = self.mask
         if mask is not None:
             self.mask = mask
@@ -108,7 +115,19 @@ class KernelEmitter:
     def pop_scope(self, old_mask: ir.Value | None) -> None:
         """End the region started by `push_scope`."""
         self._cache.pop()
+        self._numbered.pop()
         self.mask = old_mask
+
+    def numbered(self, key: tuple[Any, ...], make: Any) -> ir.Value:
+        """The value of the pure operation `key` (its kind and operands' `value_key`s):
+        one emitted at a dominating point, else `make()`, remembered in this region."""
+        for table in reversed(self._numbered):
+            hit = table.get(key)
+            if hit is not None:
+                return hit
+        value = make()
+        self._numbered[-1][key] = value
+        return value
 
     def var(self, v: tx.Var) -> ir.Value:
         """The value bound to `v`."""
@@ -143,12 +162,16 @@ class KernelEmitter:
     def _binary(self, e: tx.BinaryOp) -> Step:
         x = yield self.expr(e.a)
         y = yield self.expr(e.b)
-        return llvm_arith.binary(self.builder, type(e), x, y, e.a.dtype, self.mask)
+        cls, dtype, mask = type(e), e.a.dtype, self.mask
+        key = (cls, dtype, value_key(x), value_key(y), id(mask) if mask is not None else 0)
+        return self.numbered(key, lambda: llvm_arith.binary(self.builder, cls, x, y, dtype, mask))
 
     def _compare(self, e: tx.CmpOp) -> Step:
         x = yield self.expr(e.a)
         y = yield self.expr(e.b)
-        return llvm_arith.compare(self.builder, type(e), x, y, e.a.dtype)
+        cls, dtype = type(e), e.a.dtype
+        key = (cls, dtype, value_key(x), value_key(y))
+        return self.numbered(key, lambda: llvm_arith.compare(self.builder, cls, x, y, dtype))
 
     def _logical(self, e: tx.And | tx.Or) -> Step:
         x = yield self.expr(e.a)
@@ -174,7 +197,9 @@ class KernelEmitter:
 
     def _cast(self, e: tx.Cast) -> Step:
         v = yield self.expr(e.value)
-        return llvm_arith.cast(self.builder, v, e.value.dtype, e.dtype)
+        src, dst = e.value.dtype, e.dtype
+        key = (tx.Cast, src, dst, value_key(v))
+        return self.numbered(key, lambda: llvm_arith.cast(self.builder, v, src, dst))
 
     def _let(self, e: tx.Let) -> Step:
         v = yield self.expr(e.value)
@@ -190,7 +215,11 @@ class KernelEmitter:
     def _ramp(self, e: tx.Ramp) -> Step:
         base = yield self.expr(e.base)
         stride = yield self.expr(e.stride)
-        n = e.lanes
+        key = (tx.Ramp, e.lanes, value_key(base), value_key(stride))
+        return self.numbered(key, lambda: self.ramp(base, stride, e.lanes))
+
+    def ramp(self, base: ir.Value, stride: ir.Value, n: int) -> ir.Value:
+        """`base + k*stride` for lanes `k` in `[0, n)`."""
         ety = base.type
         steps = ir.Constant(ir.VectorType(ety, n), [ir.Constant(ety, k) for k in range(n)])
         b = self.builder
@@ -202,7 +231,8 @@ class KernelEmitter:
 
     def _broadcast(self, e: tx.Broadcast) -> Step:
         v = yield self.expr(e.value)
-        return splat(self.builder, v, e.lanes)
+        key = (tx.Broadcast, e.lanes, value_key(v))
+        return self.numbered(key, lambda: splat(self.builder, v, e.lanes))
 
     def _call(self, e: tx.Call) -> Step:
         from .intrinsics import emit_call
@@ -297,12 +327,16 @@ class KernelEmitter:
         else_bb = self.block("if.else") if s.else_case is not None else end_bb
         b.cbranch(c, then_bb, else_bb)
         b.position_at_end(then_bb)
+        self._numbered.append({})
         yield self.stmt(s.then_case)
+        self._numbered.pop()
         if not b.block.is_terminated:
             b.branch(end_bb)
         if s.else_case is not None:
             b.position_at_end(else_bb)
+            self._numbered.append({})
             yield self.stmt(s.else_case)
+            self._numbered.pop()
             if not b.block.is_terminated:
                 b.branch(end_bb)
         b.position_at_end(end_bb)
@@ -331,9 +365,11 @@ class KernelEmitter:
         phi = b.phi(begin.type, name=name)
         phi.add_incoming(begin, pre)
         old = self.bind(var, phi)
+        self._numbered.append({})
         try:
             yield self.stmt(body)
         finally:
+            self._numbered.pop()
             self.unbind(var, old)
         nxt = b.add(phi, ir.Constant(begin.type, 1), name=f"{name}.next", flags=("nsw",))
         b.cbranch(b.icmp_signed("<", nxt, end), body_bb, exit_bb)
@@ -342,6 +378,12 @@ class KernelEmitter:
 
     def _allocate(self, s: ts.Allocate) -> Step:
         yield memory.allocate(self, s)
+
+
+def value_key(v: ir.Value) -> Any:
+    """What identifies an operand for value numbering: its identity (values live as long as
+    their module; equal constants of `llvm_types.constant` are one object)."""
+    return id(v)
 
 
 def _lanes_of(dtype: str) -> int:

@@ -88,12 +88,23 @@ def scalar_constant(dtype: str, value: float | int | bool) -> ir.Constant:
 
 
 def constant(dtype: str, value: float | int | bool) -> ir.Constant:
-    """An LLVM constant of `dtype` (a splat for vector dtypes)."""
-    c = scalar_constant(element_of(dtype), value)
-    lanes = lanes_of(dtype)
-    if lanes == 1:
-        return c
-    return ir.Constant(ir.VectorType(c.type, lanes), [c] * lanes)
+    """An LLVM constant of `dtype` (a splat for vector dtypes). Equal constants are one
+    object (constants are immutable), which lets code generation compare them by identity."""
+    key = (dtype, type(value), repr(value))
+    c = _CONSTANTS.get(key)
+    if c is None:
+        c = scalar_constant(element_of(dtype), value)
+        lanes = lanes_of(dtype)
+        if lanes > 1:
+            c = ir.Constant(ir.VectorType(c.type, lanes), [c] * lanes)
+        if len(_CONSTANTS) >= _MAX_CONSTANTS:
+            _CONSTANTS.clear()
+        _CONSTANTS[key] = c
+    return c
+
+
+_CONSTANTS: dict[tuple[str, type, str], ir.Constant] = {}
+_MAX_CONSTANTS = 1 << 16
 
 
 def splat(builder: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:

@@ -86,8 +86,15 @@ def sub_expressions(root: Node) -> Iterator[Node]:
 
 def with_children(node: Node, new_children: list[Node]) -> Node:
     """`node` with its children replaced (in `children` order); `node` itself if unchanged."""
-    old = children(node)
-    if all(a is b for a, b in zip(old, new_children)):
+    return _rebuilt(node, children(node), new_children)
+
+
+def _rebuilt(node: Node, old: list[Node], new_children: list[Node]) -> Node:
+    """`node`, whose children are `old`, with them replaced by `new_children`."""
+    for a, b in zip(old, new_children):
+        if a is not b:
+            break
+    else:
         return node
     it = iter(new_children)
     updates: dict[str, Any] = {}
@@ -104,17 +111,20 @@ def rewrite_expr(root: Node, fn: Callable[[Node], Node | None]) -> Node:
     """Rebuild `root` bottom-up: each node is first rebuilt from its rewritten children, then
     `fn(node)` may return a replacement (or None to keep it). Shared nodes are rewritten once."""
     done: dict[int, Node] = {}
-    stack: list[tuple[Node, bool]] = [(root, False)]
+    # Entries: (node, None) to expand, (node, its children) to rebuild once they are done.
+    stack: list[tuple[Node, list[Node] | None]] = [(root, None)]
     while stack:
-        node, expanded = stack.pop()
+        node, kids = stack.pop()
+        if kids is None:
+            if id(node) in done:
+                continue
+            kids = children(node)
+            stack.append((node, kids))
+            stack.extend((k, None) for k in kids if id(k) not in done)
+            continue
         if id(node) in done:
             continue
-        kids = children(node)
-        if not expanded:
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids if id(k) not in done)
-            continue
-        rebuilt = with_children(node, [done[id(k)] for k in kids])
+        rebuilt = _rebuilt(node, kids, [done[id(k)] for k in kids]) if kids else node
         replaced = fn(rebuilt)
         done[id(node)] = rebuilt if replaced is None else replaced
     return done[id(root)]

@@ -3,8 +3,11 @@ variable ranges that bounds may use.
 
 `simplify(expr, ranges)` rebuilds `expr` from its leaves up; at each node the rules of the
 node's class are tried in table order and the first that applies replaces the node (rules
-that build new nodes simplify those in turn). `Simplifier` keeps the ranges and a cache of
-bounds for one call, and offers the proofs rules use (`prove_le`, `prove_lt`).
+that build new nodes simplify those in turn). An integer sum (`+`, `-`, multiplication by a
+constant) is put in canonical form once, at its top node: the `+` nodes inside it are not
+canonicalized on their own (which made a sum of n terms cost n canonicalizations).
+`Simplifier` keeps the ranges, caches bounds and the simplified form of every node it has
+seen, and offers the proofs rules use (`prove_le`, `prove_lt`).
 """
 
 from __future__ import annotations
@@ -14,33 +17,87 @@ from typing import Any
 
 from ..analysis import prim_equal, prim_hash
 from ..dtypes import INDEX_DTYPE
-from ..expr import BinaryOp, Broadcast, FloatImm, FloorMod, IntImm, Mul, PrimExpr, Ramp, Sub
-from ..visitor import rewrite_expr
+from ..expr import Add, BinaryOp, Broadcast, FloatImm, FloorMod, IntImm, Mul, PrimExpr, Ramp, Sub
+from ..visitor import children, with_children
 from .bounds import VarRanges, const_int_bound
 from .canonical import LinearSum
 from .constants import Bound, make_const
-from .rules import Rule, rules_for
+from .rules import Rule, linear_sum, rules_for
+
+
+def _is_sum(e: Any) -> bool:
+    """Whether `e` is a node `linear_sum` canonicalizes: a scalar integer `+`, `-`, or a
+    multiplication by an integer constant."""
+    cls = type(e)
+    if cls is Add or cls is Sub:
+        return e.dtype in _SCALAR_INTS
+    if cls is Mul:
+        return e.dtype in _SCALAR_INTS and (type(e.a) is IntImm or type(e.b) is IntImm)
+    return False
+
+
+_SCALAR_INTS = frozenset(f"{kind}{bits}" for kind in ("int", "uint") for bits in (1, 8, 16, 32, 64))
+"""The dtypes `linear_sum` works on (scalar integers)."""
 
 
 class Simplifier:
     """Simplification under fixed variable ranges (a `Range` or an inclusive `(lo, hi)`
-    per variable); bounds are cached per node for the simplifier's lifetime."""
+    per variable). Bounds, hashes and the simplified form of every node seen are cached
+    for the simplifier's lifetime (a node's simplified form depends only on the node and
+    the ranges), so one simplifier reused for many expressions under the same ranges
+    simplifies a subexpression they share once."""
 
     def __init__(self, ranges: VarRanges | None = None) -> None:
         self.ranges: VarRanges = ranges or {}
         self.bounds: dict[int, tuple[PrimExpr, Bound]] = {}
         self.hashes: dict[int, tuple[PrimExpr, int]] = {}
+        # id(node) -> (node, simplified); the node is kept so that its id stays its own.
+        # `inner_done` holds nodes simplified as terms of a larger sum (not canonicalized).
+        self.done: dict[int, tuple[Any, PrimExpr]] = {}
+        self.inner_done: dict[int, tuple[Any, PrimExpr]] = {}
 
     def simplify(self, e: PrimExpr) -> PrimExpr:
-        """`e` simplified bottom-up by the rule table."""
-        return rewrite_expr(e, self.rewrite)  # type: ignore[no-any-return]
+        """`e` simplified bottom-up by the rule table (iteratively; shared nodes once)."""
+        return self._simplify(e, False)
 
-    def rewrite(self, e: Any) -> PrimExpr | None:
+    def _simplify(self, e: Any, inner_root: bool) -> PrimExpr:
+        # Stack entries: (node, inside a sum, None) to expand; (node, inside, children) to
+        # rebuild once the children are done.
+        stack: list[tuple[Any, bool, list[Any] | None]] = [(e, inner_root, None)]
+        while stack:
+            node, inner, kids = stack.pop()
+            memo = self.inner_done if inner else self.done
+            got = memo.get(id(node))
+            if got is not None and got[0] is node:
+                continue
+            if kids is None:
+                kids = children(node)
+                stack.append((node, inner, kids))
+                sum_node = _is_sum(node)
+                for k in kids:
+                    stack.append((k, sum_node and _is_sum(k), None))
+                continue
+            if kids:
+                new = []
+                for k in kids:
+                    k_inner = _is_sum(k) and _is_sum(node)
+                    new.append((self.inner_done if k_inner else self.done)[id(k)][1])
+                rebuilt = with_children(node, new)
+            else:
+                rebuilt = node
+            out = self.rewrite(rebuilt, inner)
+            memo[id(node)] = (node, rebuilt if out is None else out)
+        return (self.inner_done if inner_root else self.done)[id(e)][1]
+
+    def rewrite(self, e: Any, inside_sum: bool = False) -> PrimExpr | None:
         """One node whose children are already simplified: the first rule that applies, or
-        None when none does."""
+        None when none does. `inside_sum`: the node is a term of a larger integer sum, which
+        is canonicalized as a whole (its own canonical form is skipped)."""
         if not isinstance(e, PrimExpr):
             return None
         for fn in rules_for(type(e)):
+            if inside_sum and fn is linear_sum:
+                continue
             out = fn(self, e)
             if out is not None and out is not e:
                 return out

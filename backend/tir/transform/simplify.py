@@ -8,8 +8,7 @@ from typing import Any
 
 import attrs
 
-from ..arith import VarRanges, const_bool, const_int_bound
-from ..arith import simplify as simplify_expr
+from ..arith import Simplifier, VarRanges, const_bool, const_int_bound
 from ..arith.constants import int_value
 from ..dtypes import INDEX_DTYPE, is_int, is_uint, lanes_of
 from ..expr import GE, GT, LE, LT, And, Call, FloatImm, IntImm, Not, Or, PrimExpr, Range, Var
@@ -80,13 +79,24 @@ class _StmtSimplifier(StmtMutator):
         # is only used inside its binder, so one map serves the whole (depth-first) walk.
         self.values: dict[Var, PrimExpr] = {}
         self.cache: dict[tuple[int, int], tuple[PrimExpr, Any, PrimExpr]] = {}
+        # One simplifier per ranges in scope: the expressions of a scope share its memo
+        # (the unrolled copies of a body share most subexpressions).
+        self.simplifiers: dict[int, tuple[dict[Var, Any], Simplifier]] = {}
+
+    def simplifier(self) -> Simplifier:
+        """The simplifier for the ranges in scope."""
+        got = self.simplifiers.get(id(self.ranges))
+        if got is None or got[0] is not self.ranges:
+            got = (self.ranges, Simplifier(self.ranges))
+            self.simplifiers[id(self.ranges)] = got
+        return got[1]
 
     def expr(self, e: PrimExpr) -> PrimExpr:
         key = (id(e), id(self.ranges))
         got = self.cache.get(key)
         if got is not None and got[0] is e and got[1] is self.ranges:
             return got[2]
-        out = simplify_expr(substitute(e, self.values) if self.values else e, self.ranges)
+        out = self.simplifier().simplify(substitute(e, self.values) if self.values else e)
         if not self.values:  # with substitutions the result depends on more than `e`
             self.cache[key] = (e, self.ranges, out)
         return out
@@ -143,7 +153,9 @@ class _StmtSimplifier(StmtMutator):
             _refine(s.condition, self.ranges, positive=index == 0)
 
     def close_scope(self, s: Stmt, index: int) -> None:
-        self.ranges = self.saved.pop()
+        closing, self.ranges = self.ranges, self.saved.pop()
+        if closing is not self.ranges:
+            self.simplifiers.pop(id(closing), None)
 
     def leave(self, s: Stmt, entered: Stmt) -> Stmt:
         if isinstance(s, SeqStmt):

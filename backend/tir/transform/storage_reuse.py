@@ -100,15 +100,16 @@ class _Reuse(StmtMutator):
         """Merge the buffers of `chain` (around `seq`) and of the chains around its items."""
         stmts = list(seq.stmts)
         candidates: list[tuple[int, int, Buffer, int]] = []  # start, end, buffer, owner
-        touched = [_touched(st) for st in stmts]
-        for buf in chain:
-            uses = [k for k, t in enumerate(touched) if id(buf.data) in t]
-            if uses:
-                candidates.append((uses[0], uses[-1], buf, -1))
-        for k, st in enumerate(stmts):
-            inner, _ = _peel(st)
-            for buf in inner:
-                candidates.append((k, k, buf, k))
+        owned = [(k, k, buf, k) for k, st in enumerate(stmts) for buf in _peel(st)[0]]
+        if len(owned) + len(chain) < 2:
+            return _wrap(chain, seq)  # fewer than two buffers: nothing to share
+        if chain:
+            touched = [_touched(st) for st in stmts]
+            for buf in chain:
+                uses = [k for k, t in enumerate(touched) if id(buf.data) in t]
+                if uses:
+                    candidates.append((uses[0], uses[-1], buf, -1))
+        candidates += owned
         slots = self.colour(candidates)
         if not slots:
             return _wrap(chain, seq)
