@@ -43,13 +43,11 @@ import functools
 import math
 import operator
 from collections.abc import Sequence
-from fractions import Fraction
-from functools import cache
 
 import numpy as np
 
 from ....lang.attrs import Attrs
-from ....lang.opdefs.semantics import pad_pairs, winograd_g
+from ....lang.opdefs.semantics import pad_pairs, winograd_g, winograd_matrices
 from ....lang.optable import OpTable
 from ....lang.types import Type
 from ...te.tensor import Tensor, compute, reduce_axis, sum_
@@ -69,42 +67,6 @@ padding tiles read zeros), so a vector of tiles never needs a tail."""
 WINOGRAD_RTOL = {2: 1e-5, 4: 1e-4}
 """Error bound of float32 Winograd relative to the largest output magnitude, by tile size
 (unit-normal data and weights, up to 512 input channels; measured, with margin)."""
-
-
-@cache
-def winograd_matrices(tile: int, kernel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(AT `(m, alpha)`, BT `(alpha, alpha)`, G `(alpha, r)`) of F(m, r) in float64, with
-    `y = AT [(G g G^T) * (BT d BT^T)] AT^T` the correlation of an `alpha x alpha` input `d`
-    with an `r x r` kernel `g`. G is TVM's (`semantics.winograd_g`): row `i < alpha - 1` is
-    `a_i^j / f_i` for the interpolation point `a_i`, the last row picks `g[r-1]` (the point
-    at infinity). A follows from the same points (`a_i^k`, last row `[0, ..., 0, 1]`) and BT
-    is the unique solution of the 1-D identity `sum_e A[e, k] G[e, j] BT[e, l] = [l == k+j]`."""
-    g = np.asarray(winograd_g(tile, kernel))
-    alpha = tile + kernel - 1
-    points = g[:-1, 1] / g[:-1, 0]
-    a = np.zeros((alpha, tile))
-    a[:-1] = points[:, None] ** np.arange(tile)[None, :]
-    a[-1, -1] = 1.0
-    system = np.array([a[:, k] * g[:, j] for k in range(tile) for j in range(kernel)])
-    bt = np.zeros((alpha, alpha))
-    for col in range(alpha):
-        rhs = np.array([float(col == k + j) for k in range(tile) for j in range(kernel)])
-        solution = np.linalg.lstsq(system, rhs, rcond=None)[0]
-        if not np.allclose(system @ solution, rhs, atol=1e-9):  # pragma: no cover
-            raise ValueError(f"no Winograd B matrix for F({tile}, {kernel})")
-        bt[:, col] = solution
-    return _snapped(a.T), _snapped(bt), g
-
-
-def _snapped(matrix: np.ndarray) -> np.ndarray:
-    """`matrix` with entries within 1e-9 of a fraction of denominator at most 1024 made that
-    fraction (the solver's noise removed: entries of 1, -1 and 0 become exact)."""
-    out = np.array(matrix, dtype=np.float64)
-    for index, value in np.ndenumerate(out):
-        near = float(Fraction(value).limit_denominator(1024))
-        if abs(near - value) < 1e-9:
-            out[index] = near
-    return out
 
 
 def _matrix_entry(values: np.ndarray, row: PrimExpr, col: PrimExpr, dtype: str) -> PrimExpr:

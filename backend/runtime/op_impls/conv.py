@@ -17,9 +17,12 @@
 * Winograd: `contrib_conv2d_winograd_weight_transform` computes `G g G^T` with TVM's
   Cook-Toom matrix G (`semantics.winograd_g`, rounded to the weight's dtype), giving
   an `(alpha, alpha, CO, CI)` tensor; the convolution without weight transform computes
-  exactly the conv2d whose weight that transform came from (it recovers the weight by
-  least squares), accepting the transformed weight as `(alpha, alpha, CO, CI)` or, when
-  the channel counts tell, `(alpha, alpha, CI, CO)`.
+  `AT [U * (BT d BT^T)] AT^T` for every `alpha x alpha` input tile `d` (stride `tile`) with
+  the A and B matrices that go with G (`semantics.winograd_matrices`), in float64: the
+  conv2d whose weight a transformed weight came from, and for any other U what the
+  compiled kernel computes. It accepts U as `(alpha, alpha, CO, CI)` or, when the channel
+  counts tell, `(alpha, alpha, CI, CO)`. Integer weights, strides or dilations other than
+  1 recover the weight by least squares and run a direct convolution.
 """
 
 from __future__ import annotations
@@ -272,6 +275,38 @@ def winograd_weight_transform(args: list[Value], attrs: Attrs | None) -> Array:
     return as_tensor(u, weight.dtype)
 
 
+def _winograd_tiles(
+    x: Array, u: Array, tile: int, kernel: int, pads: Sequence[tuple[int, int]], groups: int
+) -> Array:
+    """`AT [U * (BT d BT^T)] AT^T` for each input tile `d` of NCHW `x` (zero-padded by
+    `pads`, then to whole tiles), U `(alpha, alpha, CO, CI / groups)`, float64."""
+    with semantic_errors():
+        at, bt, _ = semantics.winograd_matrices(tile, kernel)
+    alpha = tile + kernel - 1
+    n, c, h, w = x.shape
+    (top, bottom), (left, right) = pads
+    out_h, out_w = h + top + bottom - kernel + 1, w + left + right - kernel + 1
+    if out_h <= 0 or out_w <= 0:
+        raise EvalError("the winograd convolution's window is larger than the padded input")
+    tiles_h, tiles_w = -(-out_h // tile), -(-out_w // tile)
+    padded = np.zeros((n, c, tiles_h * tile + kernel - 1, tiles_w * tile + kernel - 1))
+    padded[:, :, top : top + h, left : left + w] = x
+    rows = np.arange(tiles_h)[:, None] * tile + np.arange(alpha)[None, :]
+    cols = np.arange(tiles_w)[:, None] * tile + np.arange(alpha)[None, :]
+    d = padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # n c th tw a a
+    v = np.einsum("ea,ncijab,fb->ncijef", bt, d, bt)
+    co = u.shape[2]
+    per_in, per_out = c // groups, co // groups
+    m = np.empty((n, co, tiles_h, tiles_w, alpha, alpha))
+    u64 = u.astype(np.float64)
+    for g in range(groups):
+        ks, cs = slice(g * per_out, (g + 1) * per_out), slice(g * per_in, (g + 1) * per_in)
+        m[:, ks] = np.einsum("efkc,ncijef->nkijef", u64[:, :, ks], v[:, cs])
+    y = np.einsum("pe,nkijef,qf->nkipjq", at, m, at)
+    y = y.reshape(n, co, tiles_h * tile, tiles_w * tile)
+    return y[:, :, :out_h, :out_w]
+
+
 @IMPLS.register("nn.contrib_conv2d_winograd_without_weight_transform")
 def winograd_conv2d(args: list[Value], attrs: Attrs | None) -> Array:
     """The conv2d whose weight the (already transformed) Winograd weight came from."""
@@ -291,6 +326,14 @@ def winograd_conv2d(args: list[Value], attrs: Attrs | None) -> Array:
         transposed = True
     if transposed:
         u = np.swapaxes(u, 2, 3)
+    strides = _spatial_values(name, "strides", a.strides, 2)
+    dilation = _spatial_values(name, "dilation", a.dilation, 2)
+    pads = pad_pairs(name, a.padding, 2)
+    if u.dtype.kind == "f" and list(strides) == [1, 1] and list(dilation) == [1, 1]:
+        out = _winograd_tiles(x, u, tile, kernel, pads, int(a.groups))
+        out = as_tensor(out, dtype_or(a.out_dtype, data.dtype))
+        out_layout = a.out_layout or a.data_layout
+        return convert_layout(out, canonical_layout(out_layout, "NC"), out_layout)
     g_inv = np.linalg.pinv(winograd_g(tile, kernel))
     weight = np.einsum("he,wn,enoi->oihw", g_inv, g_inv, u.astype(np.float64))
     if u.dtype.kind not in "fc":

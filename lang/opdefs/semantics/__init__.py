@@ -14,7 +14,7 @@ way. One module per topic:
 * `slicing`: padding pairs, strided-slice canonicalization and clamping;
 * `dtypes`: the lowest and highest finite value of each dtype;
 * `resize`: resize method names and the coordinate-transformation table;
-* `winograd`: the Winograd weight-transform matrix.
+* `winograd`: the Winograd matrices (G of the weight transform, A and B of the tiles).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from .slicing import (
     strided_slice_axes,
     strided_slice_ranges,
 )
-from .winograd import winograd_g
+from .winograd import winograd_g, winograd_matrices
 
 __all__ = [
     "MAX_INDEX",
@@ -74,4 +74,5 @@ __all__ = [
     "strided_slice_axes",
     "strided_slice_ranges",
     "winograd_g",
+    "winograd_matrices",
 ]

@@ -1,4 +1,6 @@
-"""Winograd convolution: TVM's Cook-Toom weight-transform matrix G.
+"""Winograd convolution: TVM's Cook-Toom weight-transform matrix G, and the A and B
+matrices that go with it (what `nn.contrib_conv2d_winograd_without_weight_transform`
+computes with a transformed weight U: `AT [U * (BT d BT^T)] AT^T` per tile `d`).
 
 TVM's interpolation points, by degree `tile_size + kernel_size - 2` (Barabasz et al.,
 "Error analysis ... of Winograd convolution", as tabulated by TVM); G is `(alpha,
@@ -6,6 +8,9 @@ kernel_size)` with `alpha = tile_size + kernel_size - 1`.
 """
 
 from __future__ import annotations
+
+from fractions import Fraction
+from functools import cache
 
 import numpy as np
 
@@ -48,3 +53,39 @@ def winograd_g(tile_size: int, kernel_size: int) -> tuple[tuple[float, ...], ...
     g[:-1] = points[:, None] ** np.arange(kernel_size)[None, :] / scale[:, None]
     g[-1, -1] = 1.0
     return tuple(tuple(row) for row in g.tolist())
+
+
+@cache
+def winograd_matrices(tile: int, kernel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(AT `(m, alpha)`, BT `(alpha, alpha)`, G `(alpha, r)`) of F(m, r) in float64, with
+    `y = AT [(G g G^T) * (BT d BT^T)] AT^T` the correlation of an `alpha x alpha` input `d`
+    with an `r x r` kernel `g`. G is TVM's (`semantics.winograd_g`): row `i < alpha - 1` is
+    `a_i^j / f_i` for the interpolation point `a_i`, the last row picks `g[r-1]` (the point
+    at infinity). A follows from the same points (`a_i^k`, last row `[0, ..., 0, 1]`) and BT
+    is the unique solution of the 1-D identity `sum_e A[e, k] G[e, j] BT[e, l] = [l == k+j]`."""
+    g = np.asarray(winograd_g(tile, kernel))
+    alpha = tile + kernel - 1
+    points = g[:-1, 1] / g[:-1, 0]
+    a = np.zeros((alpha, tile))
+    a[:-1] = points[:, None] ** np.arange(tile)[None, :]
+    a[-1, -1] = 1.0
+    system = np.array([a[:, k] * g[:, j] for k in range(tile) for j in range(kernel)])
+    bt = np.zeros((alpha, alpha))
+    for col in range(alpha):
+        rhs = np.array([float(col == k + j) for k in range(tile) for j in range(kernel)])
+        solution = np.linalg.lstsq(system, rhs, rcond=None)[0]
+        if not np.allclose(system @ solution, rhs, atol=1e-9):  # pragma: no cover
+            raise ValueError(f"no Winograd B matrix for F({tile}, {kernel})")
+        bt[:, col] = solution
+    return _snapped(a.T), _snapped(bt), g
+
+
+def _snapped(matrix: np.ndarray) -> np.ndarray:
+    """`matrix` with entries within 1e-9 of a fraction of denominator at most 1024 made that
+    fraction (the solver's noise removed: entries of 1, -1 and 0 become exact)."""
+    out = np.array(matrix, dtype=np.float64)
+    for index, value in np.ndenumerate(out):
+        near = float(Fraction(value).limit_denominator(1024))
+        if abs(near - value) < 1e-9:
+            out[index] = near
+    return out

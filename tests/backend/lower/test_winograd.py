@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from relay.backend.lower.computes.winograd import (
-    TILE_BLOCK,
-    WINOGRAD_RTOL,
-    tile_grid,
-    winograd_matrices,
-)
+from relay.backend.lower.computes.winograd import TILE_BLOCK, WINOGRAD_RTOL, tile_grid
 from relay.backend.lower.lower_func import schedule_outputs
 from relay.backend.runtime.op_impls import implementation_for
 from relay.backend.te import lower, placeholder
@@ -21,6 +16,7 @@ from relay.backend.tir.stmt import BufferStore
 from relay.backend.tir.transform import lower_pipeline
 from relay.backend.tir.visitor import sub_expressions
 from relay.lang import get_op
+from relay.lang.opdefs.semantics import winograd_matrices
 from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
 
 RNG = np.random.default_rng(12)
@@ -183,3 +179,34 @@ def test_gather_transforms_and_crop_are_vectors_without_position_selects(c, h, t
         assert vectors and all(vectors), f"scalar store to {name}"
         for st in stores[name]:
             assert not any(isinstance(n, Select) for n in sub_expressions(st.value)), name
+
+
+@pytest.mark.parametrize(
+    ("shape", "channels", "tile", "pad"),
+    [
+        ((2, 2, 2, 2), 1, 2, 1),
+        ((1, 1, 2, 2), 1, 2, 1),
+        ((1, 3, 5, 7), 2, 2, 1),
+        ((1, 2, 6, 5), 3, 4, 0),
+    ],
+)
+def test_any_transformed_weight_means_the_same_to_the_interpreter_and_the_kernel(
+    shape, channels, tile, pad
+):
+    # A weight that is not the transform of any 3x3 weight (random alpha x alpha values):
+    # both compute AT [U * (BT d BT^T)] AT^T with the same matrices.
+    import relay
+
+    n, c, h, w = shape
+    alpha = tile + 2
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[({n}, {c}, {h}, {w}), float32], %u: Tensor[({alpha}, {alpha}, {channels}, {c}), float32]) {{
+  {WINOGRAD}(%x, %u, tile_size={tile}, padding=[{pad}, {pad}], channels={channels}, kernel_size=[3, 3])
+}}"""
+    mod = relay.parse(text)
+    x = RNG.standard_normal(shape).astype("float32")
+    u = RNG.standard_normal((alpha, alpha, channels, c)).astype("float32")
+    expected = relay.interpret(mod, x=x, u=u)
+    got = relay.build(mod).run(x=x, u=u)
+    scale = max(1.0, float(np.abs(expected).max()))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=WINOGRAD_RTOL[tile] * scale)
