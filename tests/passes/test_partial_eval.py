@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from relay.transform import PartialEvaluate
 from relay.typecheck import check_module
 
 HEADER = '#[version = "0.0.5"]\n'
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def parse(text: str) -> IRModule:
@@ -85,7 +87,7 @@ def test_semantics_when_fuel_runs_out(options: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("name", ["lstm", "treelstm"])
 def test_examples_unroll_into_first_order_code(name: str) -> None:
-    mod = relay.parse_file(f"examples/{name}.relay")
+    mod = relay.parse_file(EXAMPLES / f"{name}.relay")
     out = evaluated(mod)
     main = out["main"]
     assert not nodes(main, Match) and not global_calls(main)  # no recursion, no list, no tree
@@ -330,7 +332,7 @@ def test_options_in_pipeline_text_and_transform() -> None:
 def test_relay_opt_shows_the_residual_program() -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = cli_main(["opt", "--passes", "partial-evaluate,fuse-ops", "examples/lstm.relay"])
+        code = cli_main(["opt", "--passes", "partial-evaluate,fuse-ops", str(EXAMPLES / "lstm.relay")])
     assert code == 0
     text = out.getvalue()
     main = text[text.index("def @main") :]
