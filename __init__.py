@@ -132,11 +132,12 @@ def interpret(mod: IRModule, *args: Any, **inputs: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """`relay.transform` (TVM's pass names), imported when first used."""
-    if name == "transform":
+    """`relay.transform` (TVM's pass names) and `relay.quantize`, imported when first
+    used."""
+    if name in ("transform", "quantize"):
         import importlib
 
-        return importlib.import_module(".transform", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'relay' has no attribute '{name}'")
 
 

@@ -291,6 +291,113 @@ def cmd_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+CALIBRATE_MODES = {"global_scale": "global_scale", "kl": "kl_divergence",
+                   "kl_divergence": "kl_divergence", "percentile": "percentile"}  # fmt: skip
+"""`relay quantize --mode` values and the `calibrate_mode` each one means."""
+
+
+def _read_npz(path: str, what: str) -> dict[str, Any]:
+    """The arrays of an `.npz` file (an Error naming `what` if it cannot be read)."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except FileNotFoundError:
+        raise Error(f"{path}: no such {what} file") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise Error(f"{path}: not a readable .npz {what} file ({exc})") from None
+
+
+def calibration_batches(path: str, main: Any, bound: bool = True) -> list[dict[str, Any]]:
+    """The batches of a calibration `.npz`: one key per input of `main` (its parameters),
+    each array either one batch (the input's shape) or a stack of batches (one more
+    leading axis); every key must give the same number of batches. `bound`: whether
+    weights were bound (else a missing key hints at --params)."""
+    from .lang.types import TensorType
+
+    arrays = _read_npz(path, "calibration")
+    names = [p.name_hint for p in main.params]
+    missing = [n for n in names if n not in arrays]
+    unexpected = [k for k in arrays if k not in names]
+    if missing or unexpected:
+        parts = [f"missing {', '.join(missing)}"] if missing else []
+        parts += [f"unexpected {', '.join(unexpected)}"] if unexpected else []
+        hint = "; weights must come from --params W.npz" if missing and not bound else ""
+        raise Error(
+            f"{path}: {'; '.join(parts)} (the model's inputs are "
+            f"{', '.join(names) or 'none'}{hint})"
+        )
+    stacks: dict[str, Any] = {}
+    for param in main.params:
+        array, ty = arrays[param.name_hint], param.type_annotation
+        shape = tuple(ty.shape) if isinstance(ty, TensorType) else None
+        if shape is not None and array.shape == shape:
+            stacks[param.name_hint] = array[None]
+        elif shape is None or array.shape[1:] == shape:
+            stacks[param.name_hint] = array
+        else:
+            raise Error(
+                f"{path}: `{param.name_hint}` has shape {array.shape}; the input's shape is "
+                f"{shape} (one batch) or (N, {', '.join(map(str, shape))}) for N batches"
+            )
+    counts = {len(v) for v in stacks.values()}
+    if len(counts) > 1:
+        raise Error(f"{path}: the arrays hold different numbers of batches ({sorted(counts)})")
+    if counts == {0}:
+        raise Error(f"{path}: the calibration set is empty")
+    count = counts.pop() if counts else 0
+    return [{k: v[i] for k, v in stacks.items()} for i in range(count)]
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    """Quantize a model to int8 and write the realized (or simulated) program."""
+    import numpy as np
+
+    from .quantize import prerequisite_optimize, qconfig, quantize_with_report, split_params
+
+    module, _ = _parse_module(args.file, args.strict)
+    params = _read_npz(args.params, "params") if args.params else None
+    mode = CALIBRATE_MODES[args.mode]
+    dataset = None
+    if args.calib:
+        main = prerequisite_optimize(module, params)["main"]
+        dataset = calibration_batches(args.calib, main, bound=params is not None)
+    elif mode != "global_scale":
+        raise _UsageError(f"--mode {args.mode} needs calibration data (--calib data.npz)")
+    total = len(dataset) if dataset is not None else 0
+
+    def progress(done: int) -> None:
+        end = "\n" if done == total else ""
+        print(f"\rcalibrating: batch {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+    options: dict[str, Any] = {"calibrate_mode": mode, "weight_scale": args.weight_scale}
+    options["do_simulation"] = args.simulate
+    if args.skip_conv_layers is not None:
+        options["skip_conv_layers"] = [int(v) for v in args.skip_conv_layers.split(",") if v]
+    if args.quantize_dense:
+        options["skip_dense_layer"] = False
+    with qconfig(**options):
+        quantized, report = quantize_with_report(module, params, dataset, progress=progress)
+    if args.params_out:
+        quantized, weights = split_params(quantized)
+        np.savez(args.params_out, **weights)  # type: ignore[arg-type]
+    text = quantized.astext()
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        sys.stdout.write(text)
+    points = ", ".join(f"{n} {k}" for k, n in sorted(report.points.items())) or "none"
+    print(f"quantize points: {points}", file=sys.stderr)
+    if report.float_ops:
+        left = ", ".join(f"{k} ({n})" for k, n in sorted(report.float_ops.items()))
+        print(f"left in float (no quantize rule): {left}", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_opt(args: argparse.Namespace) -> int:
     """Optimize a file with a standard pipeline (`-O N`) or `--passes`; print the result."""
     from .grammar.prelude import strip_prelude
@@ -435,6 +542,11 @@ EXAMPLES = {
                                        bind the weights as constants
   relay build model.relay -O 2 --dump llvm --target "llvm -num-threads=4"
                                        also write the LLVM IR beside the artifact""",
+    "quantize": """\
+  relay quantize model.relay --params w.npz -o model_int8.relay --params-out w_int8.npz
+                                       int8 with the default global scale (8.0)
+  relay quantize model.relay --params w.npz --calib data.npz --mode kl -o model_int8.relay
+                                       calibrate with KL divergence on data.npz's batches""",
     "opt": """\
   relay opt model.relay                optimize with the opt level 2 pipeline
   relay opt -O 3 --timing model.relay  the opt level 3 pipeline, with pass timings
@@ -552,6 +664,39 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     build.add_argument("--strict", action="store_true", help=STRICT_HELP)
     build.set_defaults(run=cmd_build)
+
+    quant = _subcommand(commands, "quantize", "quantize a float model to int8")
+    quant.add_argument("file", help="a .relay file ('-' for standard input)")
+    quant.add_argument("--params", metavar="W.npz", help="the weights (@main parameters)")
+    quant.add_argument(
+        "--calib", metavar="DATA.npz",
+        help="calibration inputs by name: each the input's shape (one batch) or a stack",
+    )  # fmt: skip
+    quant.add_argument(
+        "--mode", choices=sorted(CALIBRATE_MODES), default="global_scale",
+        help="calibration: global_scale (default), kl (KL divergence) or percentile",
+    )  # fmt: skip
+    quant.add_argument(
+        "--weight-scale", choices=("power2", "max"), default="power2",
+        help="weight scales: power2 (default) or max",
+    )  # fmt: skip
+    quant.add_argument(
+        "--skip-conv-layers", metavar="I,J",
+        help="indices of conv2d calls to leave in float (default 0: the first)",
+    )  # fmt: skip
+    quant.add_argument(
+        "--quantize-dense", action="store_true", help="also quantize nn.dense (skipped by default)"
+    )
+    quant.add_argument(
+        "--simulate", action="store_true", help="write the simulated (fake-quantized) program"
+    )
+    quant.add_argument("-o", "--output", metavar="OUT.relay", help="write here, not stdout")
+    quant.add_argument(
+        "--params-out", metavar="W_INT8.npz",
+        help="write the quantized weights here; the program takes them as parameters",
+    )  # fmt: skip
+    quant.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    quant.set_defaults(run=cmd_quantize)
 
     opt = _subcommand(commands, "opt", "optimize a file and print the result")
     opt.add_argument("file", nargs="?", help="a .relay file ('-' for standard input)")

@@ -1,0 +1,49 @@
+"""Simulate: the annotated function with every quantize point made a fake quantization.
+
+A point of domain scale `s` and range `[lo, hi]` becomes, in float32,
+`clip(round(x * (1 / s)), lo, hi) * s` (rounding as `arith.round_expr`); a constant
+weight is fake-quantized now. This is TVM's `do_simulation=True` program, in core ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...lang.expr import Call, Constant, Expr, Function
+from ...lang.traversal import ExprMutator
+from .annotate import Annotated, QPoint
+from .arith import call, quantize_array, quantize_float, scalar
+from .calibrate import PointScale
+from .config import QConfig
+
+
+class _Simulator(ExprMutator):
+    """Rebuilds bottom-up; a marker (looked up by its original node) becomes a fake
+    quantization of its rebuilt argument."""
+
+    def __init__(self, annotated: Annotated, scales: dict[QPoint, PointScale], config: QConfig):
+        super().__init__()
+        self.points = annotated.points
+        self.scales = scales
+        self.rounding = config.rounding
+
+    def rewrite_node(self, node: Expr) -> Expr:
+        rebuilt = self.rebuilt(node)
+        point = self.points.get(node) if isinstance(node, Call) else None
+        if point is None:
+            return rebuilt
+        assert isinstance(rebuilt, Call)
+        s = self.scales[point]
+        x = rebuilt.args[0]
+        if isinstance(x, Constant):
+            q = quantize_array(x.data, s.dom_scale, s.clip_min, s.clip_max, self.rounding)
+            return Constant((q * np.float32(s.dom_scale)).astype(np.float32))
+        q_expr = quantize_float(x, s.dom_scale, s.clip_min, s.clip_max, self.rounding)
+        return call("multiply", q_expr, scalar(s.dom_scale, "float32"))
+
+
+def simulate(annotated: Annotated, scales: dict[QPoint, PointScale], config: QConfig) -> Function:
+    """The simulated (float) program of `annotated` with calibrated `scales`."""
+    result = _Simulator(annotated, scales, config).visit(annotated.function)
+    assert isinstance(result, Function)
+    return result

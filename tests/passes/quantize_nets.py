@@ -1,0 +1,84 @@
+"""Small seeded float networks (convnets and MLPs) as `.relay` text, for quantize tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import relay
+
+TAIL = """%13 = multiply(%12, 0.5f);
+  %14 = nn.global_avg_pool2d(%13);
+  %15 = nn.batch_flatten(%14);
+  nn.dense(%15, %wd)"""
+
+
+def convnet(
+    seed: int, size: int = 8, classes: int = 10, head: bool = True
+) -> tuple[relay.IRModule, dict]:
+    """conv-bn-relu, a residual block (add), max pool, a concatenation branch, avg pool,
+    then (with `head`) global pool and dense, with seeded weights; returns the module and
+    its params."""
+    rng = np.random.default_rng(seed)
+    c = int(rng.integers(4, 9))
+    wd = f", %wd: Tensor[({classes}, {c}), float32]" if head else ""
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 3, {size}, {size}), float32], %w1: Tensor[({c}, 3, 3, 3), float32],
+          %g: Tensor[({c}), float32], %b: Tensor[({c}), float32], %m: Tensor[({c}), float32],
+          %v: Tensor[({c}), float32], %w2: Tensor[({c}, {c}, 3, 3), float32],
+          %w3: Tensor[({c}, {c}, 1, 1), float32], %w4: Tensor[({c}, {2 * c}, 3, 3), float32],
+          %bias: Tensor[({c}), float32]{wd}) {{
+  %0 = nn.conv2d(%x, %w1, padding=[1, 1, 1, 1]);
+  %1 = nn.batch_norm(%0, %g, %b, %m, %v);
+  %2 = nn.relu(%1.0);
+  %3 = nn.conv2d(%2, %w2, padding=[1, 1, 1, 1]);
+  %4 = add(%3, %2);
+  %5 = nn.relu(%4);
+  %6 = nn.max_pool2d(%5, pool_size=[2, 2], strides=[2, 2]);
+  %7 = nn.conv2d(%6, %w3);
+  %8 = clip(%7, a_min=0f, a_max=6f);
+  %9 = concatenate((%8, %6), axis=1);
+  %10 = nn.conv2d(%9, %w4, padding=[1, 1, 1, 1]);
+  %11 = nn.bias_add(%10, %bias);
+  %12 = nn.avg_pool2d(%11, pool_size=[2, 2], strides=[1, 1]);
+  {TAIL if head else "multiply(%12, 0.5f)"}
+}}
+"""
+
+    def he(*shape: int) -> np.ndarray:
+        fan_in = int(np.prod(shape[1:]))
+        return rng.normal(0, np.sqrt(2.0 / fan_in), shape).astype(np.float32)
+
+    params = {
+        "w1": he(c, 3, 3, 3),
+        "g": rng.uniform(0.8, 1.2, c).astype(np.float32),
+        "b": rng.normal(0, 0.05, c).astype(np.float32),
+        "m": rng.normal(0, 0.05, c).astype(np.float32),
+        "v": rng.uniform(0.5, 1.5, c).astype(np.float32),
+        "w2": he(c, c, 3, 3),
+        "w3": he(c, c, 1, 1),
+        "w4": he(c, 2 * c, 3, 3),
+        "bias": rng.normal(0, 0.05, c).astype(np.float32),
+    }
+    if head:
+        params["wd"] = he(classes, c)
+    return relay.parse(text), params
+
+
+def mlp(seed: int, batch: int = 4) -> tuple[relay.IRModule, dict]:
+    """dense-bias-relu-dense with seeded weights."""
+    rng = np.random.default_rng(seed)
+    k, h, n = (int(v) for v in rng.integers(4, 24, 3))
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[({batch}, {k}), float32], %w1: Tensor[({h}, {k}), float32],
+          %b1: Tensor[({h}), float32], %w2: Tensor[({n}, {h}), float32]) {{
+  %0 = nn.dense(%x, %w1);
+  %1 = nn.bias_add(%0, %b1, axis=1);
+  %2 = nn.relu(%1);
+  nn.dense(%2, %w2)
+}}
+"""
+    params = {
+        "w1": rng.normal(0, np.sqrt(2 / k), (h, k)).astype(np.float32),
+        "b1": rng.normal(0, 0.05, h).astype(np.float32),
+        "w2": rng.normal(0, np.sqrt(2 / h), (n, h)).astype(np.float32),
+    }
+    return relay.parse(text), params
