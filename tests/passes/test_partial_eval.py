@@ -332,7 +332,9 @@ def test_options_in_pipeline_text_and_transform() -> None:
 def test_relay_opt_shows_the_residual_program() -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = cli_main(["opt", "--passes", "partial-evaluate,fuse-ops", str(EXAMPLES / "lstm.relay")])
+        code = cli_main(
+            ["opt", "--passes", "partial-evaluate,fuse-ops", str(EXAMPLES / "lstm.relay")]
+        )
     assert code == 0
     text = out.getvalue()
     main = text[text.index("def @main") :]
