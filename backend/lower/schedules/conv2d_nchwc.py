@@ -27,15 +27,22 @@ the whole row's accumulators in a local buffer, so that a block's weights stay i
 the column blocks go by.
 
 **depthwise_conv2d_NCHWc**: one vector of `b` channels per output column, a register block
-of output columns, a contiguous input vector per tap (any stride):
+of output columns, a contiguous input vector per tap (any stride), read straight from the
+unpadded input:
 
     for n, c.outer:                                        # fused, parallel (with oh too
-      plane[h, w, :] = x[n, c.outer, h - pt, w - pl, :]    #  for narrow outputs: then the
-                                                           #  plane is the rows oh reads)
-      for oh, ow.outer:
+      for oh, ow.outer:                                    #  for narrow outputs)
         for kh, kw (unrolled): for owb (unrolled):
-          acc[owb, :] += plane[oh*s + kh*d, (ow0+owb)*s + kw*d, :] * w[c.outer, 0, kh, kw, 0, :]
+          acc[owb, :] += x[n, c.outer, ih, iw, :] if (ih, iw) inside else 0
+                         * w[c.outer, 0, kh, kw, 0, :]     # ih = oh*s + kh*d - pt, ...
         out[n, c.outer, oh, ow0 + owb, :] = tail(acc[owb, :])
+
+The padding is inlined as guards, and loop partitioning (`tir.transform.loop_partition`)
+splits the first and last rows and column blocks off `oh` and `ow.outer`, so the interior
+runs unguarded and nothing copies the input (a padded copy per plane made the 112x112 and
+56x56 layers 10-25% slower than the NCHW kernel; with the guards they are 15-30% faster).
+LLVM loads each input vector once per register block (the `kw` taps of neighbouring
+columns read the same vector).
 
 A convolution of another form (groups on conv2d_NCHWc, other layout strings) gets the
 generic schedule.
@@ -67,12 +74,19 @@ WEIGHT_BLOCK_BYTES = 24 * 1024
 of output channels) take about this much, when the whole reduction's do not fit."""
 
 ROWS_BELOW_VECTORS = 2
-"""Depthwise outputs narrower than this many vectors run parallel over output rows (each
-padding the input rows it reads) rather than whole channel-block planes (measured: 7x7
-layers 25% faster, 28x28 and wider ones slower)."""
+"""Depthwise outputs narrower than this many vectors run parallel over output rows rather
+than whole channel-block planes (measured with a padded copy per task: 7x7 layers 25%
+faster, 28x28 and wider ones slower; the row guards then stay, as `oh` is fused into the
+parallel loop, which costs nothing measurable on the 14x14 and 7x7 layers)."""
 
-DEPTHWISE_COLUMNS = {32: 12, 16: 8}
-"""Output columns (vector accumulators) per depthwise register block, per register count."""
+DEPTHWISE_COLUMNS = {32: 8, 16: 4}
+"""Output columns (vector accumulators) per depthwise register block, per register count,
+when the task is a whole channel-block plane (measured, AVX2, MobileNet-v2's 112-28 wide
+layers: 4 columns 5-15% faster than 8, which spill; 3 about as fast as 4)."""
+
+DEPTHWISE_ROW_COLUMNS = {32: 12, 16: 8}
+"""The most output columns per depthwise register block when the task is one output row
+(narrow outputs: the whole row in one or two blocks is faster there)."""
 
 
 @frozen
@@ -309,29 +323,20 @@ def schedule_depthwise_nchwc(
     host = install(s, outputs, anchor, main, lambda *i: main[i])
     kh, kw = _ints(c.weight.shape)[2:4]
     _, c_o, _, ow_, _ = c.out_shape
-    regs = VECTOR_REGISTERS.get(target.vector_bits, 16)
-    most = min(ow_, DEPTHWISE_COLUMNS.get(regs, regs // 2))
-    divisors = [d for d in range(most, 0, -1) if ow_ % d == 0]
-    owb = divisors[0] if divisors and divisors[0] * 3 > most * 2 else most
+    threads = target.num_threads
+    few_planes = _ints(c.raw.shape)[0] * c_o < 2 * threads
+    by_rows = few_planes or ow_ < ROWS_BELOW_VECTORS * target.lanes(c.out_dtype)
+    owb = depthwise_columns(ow_, by_rows, target)
     st = s[host]
     n, co, oh, ow, ci = st.op.axis
     owo, owi = st.split(ow, factor=owb)
     st.reorder(n, co, oh, owo, owi, ci)
     _vectorize_vector(st, ci, b.bo)
-    threads = target.num_threads
-    few_planes = _ints(c.raw.shape)[0] * c_o < 2 * threads
-    by_rows = few_planes or ow_ < ROWS_BELOW_VECTORS * target.lanes(c.out_dtype)
     plane = st.fuse(n, co, oh) if by_rows else st.fuse(n, co)
     if threads > 1 and _parallel_work(c, kh * kw):
         st.parallel(plane)
-    if c.data is not c.raw:
-        # the padded plane of this channel block (its needed rows when rows are parallel)
-        ps = s[c.data]
-        if ps.attach_kind is AttachKind.INLINE:
-            ps.compute_root()
-        ps.compute_at(st, plane)
-        _, _, _, pw, pci = ps.op.axis
-        _vectorize_row(ps, pw, pci, target.lanes(c.data.dtype), _ints(c.data.shape)[3:])
+    if c.data is not c.raw and s[c.data].attach_kind is not AttachKind.INLINE:
+        s[c.data].compute_inline()  # the padding becomes guards on the loads
     ms = s[main]
     ms.compute_at(st, owo)
     cn, cc, coh, cow, cv = ms.op.axis
@@ -341,6 +346,19 @@ def schedule_depthwise_nchwc(
     ms.unroll(rw)
     ms.unroll(cow)
     _vectorize_vector(ms, cv, b.bo)
+
+
+def depthwise_columns(ow: int, by_rows: bool, target: Target) -> int:
+    """Output columns per depthwise register block: at most `DEPTHWISE_COLUMNS` (or
+    `DEPTHWISE_ROW_COLUMNS` for one-row tasks), a divisor of `ow` when one is at least
+    two thirds of that (no column tail), else the row split evenly into the fewest blocks."""
+    regs = VECTOR_REGISTERS.get(target.vector_bits, 16)
+    table = DEPTHWISE_ROW_COLUMNS if by_rows else DEPTHWISE_COLUMNS
+    most = max(1, min(ow, table.get(regs, regs // 4)))
+    divisor = max(d for d in range(1, most + 1) if ow % d == 0)
+    if divisor * 3 >= most * 2:
+        return divisor
+    return -(-ow // -(-ow // most))
 
 
 CONV2D_NCHWC: ScheduleRule = ScheduleRule(schedule_conv2d_nchwc, last_stage)
@@ -360,6 +378,7 @@ __all__ = [
     "blocked_conv",
     "blocked_depthwise",
     "choose_nchwc_blocking",
+    "depthwise_columns",
     "schedule_conv2d_nchwc",
     "schedule_depthwise_nchwc",
 ]

@@ -122,6 +122,13 @@ DEPTHWISE_CASES = [
     (1, 2, 14, 14, 8, 3, 1, 2, 2, "none"),  # dilation 2
     (1, 3, 8, 8, 1, 3, 2, 0, 1, "bias_clip"),  # blocks of one channel, no padding
     (1, 2, 9, 9, 8, 1, 2, 0, 1, "none"),  # 1x1 stride 2
+    # channel-block planes, padding as guards split off by loop partitioning:
+    (1, 4, 29, 29, 8, 3, 1, 1, 1, "bias_clip"),  # no column block divides 29
+    (1, 4, 20, 22, 8, 3, 1, 3, 1, "bias_relu"),  # padding past the window: all-zero rows
+    (1, 4, 24, 23, 8, 3, 2, (2, 0, 1, 3), 1, "bias_residual"),  # stride 2, uneven pad
+    (1, 4, 36, 36, 8, 3, 1, 2, 2, "bias_clip"),  # dilation 2 at 36 wide
+    (1, 4, 33, 34, 8, 5, 1, (0, 2, 2, 1), 1, "none"),  # 5x5, uneven pad
+    (1, 4, 30, 30, 8, 3, 1, 0, 1, "bias_clip"),  # no padding at all
 ]
 
 
@@ -225,3 +232,45 @@ def test_random_blocked_convolutions(drawn):
     got, want, trace = nchwc_case(*args, depthwise=depthwise)
     assert_close(got, want)
     assert_blocked(trace, depthwise, block=args[6])
+
+
+def _lowered_depthwise(c_outer, size, k, stride, pad, target):
+    """The lowered TIR text of a depthwise NCHW8c kernel with a bias + clip tail."""
+    from relay.backend.lower.lower_func import schedule_outputs
+    from relay.backend.te import lower
+    from relay.backend.tir.printer import astext
+    from relay.backend.tir.transform import lower_pipeline
+
+    x = placeholder((1, c_outer, size, size, 8), "float32", "x")
+    wt = placeholder((c_outer, 1, k, k, 1, 8), "float32", "w")
+    b = placeholder((c_outer, 1, 1, 8), "float32", "b")
+    conv, _ = apply_compute(
+        DEPTHWISE, [x, wt], strides=(stride, stride), padding=pad, groups=c_outer * 8,
+        channels=c_outer * 8, kernel_size=(k, k), data_layout="NCHW8c",
+        kernel_layout="OIHW1i8o", out_layout="NCHW8c",
+    )  # fmt: skip
+    out, _ = apply_compute("add", [conv, b])
+    out, _ = apply_compute("clip", [out], a_min=0.0, a_max=6.0)
+    s, _ = schedule_outputs([out], target)
+    return astext(lower_pipeline(lower(s, [x, wt, b, out], "kernel")))
+
+
+@pytest.mark.parametrize("size,stride", [(56, 1), (29, 1), (36, 2)])
+def test_depthwise_planes_read_the_input_unpadded(size, stride):
+    """On channel-block planes the padding is no copy of the input but guards, and loop
+    partitioning removes every guard (the border rows and column blocks are split off)."""
+    text = _lowered_depthwise(4, size, 3, stride, 1, Target(vector_bits=256, num_threads=2))
+    assert "conv2d_pad" not in text
+    assert "if_then_else" not in text
+    assert "parallel" in text
+
+
+def test_depthwise_columns():
+    """Column blocks: at most 4 (AVX2) / 8 (AVX-512) on planes, 8 / 12 on row tasks; a
+    divisor of the width when a big enough one exists, else the row split evenly."""
+    avx2, avx512 = Target(vector_bits=256), Target(vector_bits=512)
+    cols = conv2d_nchwc.depthwise_columns
+    assert [cols(w, False, avx2) for w in (112, 56, 28, 29, 3)] == [4, 4, 4, 4, 3]
+    assert [cols(w, True, avx2) for w in (14, 7, 15, 11, 2)] == [7, 7, 8, 6, 2]
+    assert [cols(w, False, avx512) for w in (112, 56, 28, 30)] == [8, 8, 7, 6]
+    assert [cols(w, True, avx512) for w in (14, 7, 24, 13)] == [7, 7, 12, 7]
