@@ -17,7 +17,7 @@ FLT_MAX = float(np.finfo(np.float32).max)
 TINY = 2.0**-149  # smallest float32 denormal
 NORMAL_MIN = 2.0**-126
 
-BOUNDS_ULP = {"exp": 1.5, "tanh": 2.0, "sigmoid": 3.0, "erf": 1.5}
+BOUNDS_ULP = {"exp": 1.5, "tanh": 2.0, "sigmoid": 3.0, "erf": 6.0}
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
@@ -152,3 +152,25 @@ def test_fast_functions_are_inlined_and_vectorized(lib):
     lanes = Target.host().lanes("float32")  # 16 with AVX-512, 8 with AVX2
     assert f"<{lanes} x float>" in body
     assert not re.search(r"call [^@]*@(?!llvm\.)", body)  # no calls left but LLVM intrinsics
+
+
+def test_erf_near_saturation_stays_within_one_and_its_bound(lib):
+    """Every float32 in [3.5, 4.1] (where the rational's value is closest to 1), and every
+    16th of their negations: |erf| <= 1, within the bound, ±1 from the saturation point."""
+    start, stop = np.float32(3.5).view(np.uint32), np.float32(4.1).view(np.uint32)
+    x = np.arange(start, stop, dtype=np.uint32).view(np.float32)
+    x = np.concatenate([x, -x[::16]])
+    n = len(POINTS)
+    for lo in range(0, len(x), n):
+        part = x[lo : lo + n]
+        chunk = np.zeros(n, np.float32)
+        chunk[: len(part)] = part
+        out = aligned_empty(n, "float32")
+        lib.run("erf", aligned_copy(chunk), out)
+        got = out[: len(part)].astype(np.float64)
+        ref = _erf(part.astype(np.float64))
+        assert np.all(np.abs(got) <= 1.0)
+        ulp = np.spacing(np.abs(ref.astype(np.float32))).astype(np.float64)
+        assert np.max(np.abs(got - ref) / ulp) <= BOUNDS_ULP["erf"]
+        saturated = np.abs(part) >= np.float32(3.9192059)
+        assert np.all(got[saturated] == np.sign(part[saturated]))
