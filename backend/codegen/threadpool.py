@@ -14,7 +14,7 @@ Kernels reach it through two symbols registered with `llvm.add_symbol`:
 
 Protocol: a job (function, closure, n, next-task counter, remaining counter, allowed
 workers) lives on the caller's stack and is published through `cur_job`, then the
-generation counter `gen` is bumped. Workers spin briefly on `gen` (`pause`), then sleep
+generation counter `gen` is bumped. Workers spin on `gen` (`pause`) for `SPIN_NS`, then sleep
 in `futex(FUTEX_WAIT)` (Linux on x86-64 and AArch64; elsewhere they keep yielding with
 `sched_yield`); the caller wakes sleepers only if there are some. A worker counts
 itself in `active` before it reads `cur_job`; the caller, when all tasks are done, clears
@@ -51,8 +51,13 @@ NOW_NS = "__relay_now_ns"
 TASKS_PER_THREAD = 4
 """Tasks per thread a parallel loop is cut into (more tasks balance load better)."""
 MAX_WORKERS = 255
-SPIN_ROUNDS = 1 << 14
-"""`pause` rounds a worker spins for a new job before it sleeps (about 1 ms here)."""
+SPIN_NS = 1_000_000
+"""How long (monotonic ns) a worker spins for a new job before it sleeps, so that the
+back-to-back parallel loops of one model call do not pay a wake-up each. Measured by the
+clock, not in `pause` rounds: a `pause` takes a few cycles on some CPUs (AMD Zen 1) and over
+a hundred on others."""
+SPIN_CHECK = 64
+"""`pause` rounds between two reads of the clock while a worker spins."""
 
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98}  # Linux syscall numbers by architecture
 _PAUSE = {"x86_64": "pause", "aarch64": "yield"}  # the spin-wait hint instruction
@@ -299,23 +304,29 @@ class _PoolBuilder:
         my = b.alloca(I32, name="my_gen")
         b.store(b.trunc(b.lshr(raw, ir.Constant(I64, 16)), I32), my)
         spins = b.alloca(I32, name="spins")
-        blocks = ("wait", "spin", "pause", "sleep", "got", "run", "leave", "exit")
-        wait, spin, pause, sleep, got, run, leave, exit_ = (
+        deadline = b.alloca(I64, name="deadline")
+        blocks = ("wait", "spin", "pause", "clock", "sleep", "got", "run", "leave", "exit")
+        wait, spin, pause, clock, sleep, got, run, leave, exit_ = (
             fn.append_basic_block(s) for s in blocks
         )
         b.branch(wait)
         b.position_at_end(wait)
         b.store(ir.Constant(I32, 0), spins)
+        b.store(b.add(b.call(self.now, []), ir.Constant(I64, SPIN_NS)), deadline)
         b.branch(spin)
         b.position_at_end(spin)
         g = self.load(b, self.gen, I32, "acquire")
         mine = b.load(my, typ=I32)
         b.cbranch(b.icmp_signed("!=", g, mine), got, pause)
         b.position_at_end(pause)
-        k = b.load(spins, typ=I32)
-        b.store(b.add(k, ir.Constant(I32, 1)), spins)
+        k = b.add(b.load(spins, typ=I32), ir.Constant(I32, 1))
+        b.store(k, spins)
         self.pause(b)
-        b.cbranch(b.icmp_signed("<", k, ir.Constant(I32, SPIN_ROUNDS)), spin, sleep)
+        every = b.and_(k, ir.Constant(I32, SPIN_CHECK - 1))
+        b.cbranch(b.icmp_signed("==", every, ir.Constant(I32, 0)), clock, spin)
+        b.position_at_end(clock)
+        late = b.icmp_signed(">=", b.call(self.now, []), b.load(deadline, typ=I64))
+        b.cbranch(late, sleep, spin)
         b.position_at_end(sleep)
         b.atomic_rmw("add", self.sleepers, ir.Constant(I32, 1), "seq_cst")
         g2 = self.load(b, self.gen, I32)
