@@ -10,9 +10,12 @@
    `PassContext`: its opt level when `build` is given none (3 outside any context), its
    disabled passes, options and instruments.
 3. A fused, first-order, statically shaped `@main` is planned and compiled to native code
-   for the target by `backend.build`. Anything else — control flow, closures, ADTs,
-   references, dynamic shapes, or an `interp` target — gets an `InterpretedModel` with the
-   same `run` API, which says why in `reason`.
+   for the target by `backend.build` (`CompiledModel`, one native entry call). A program
+   with control flow, closures, ADTs or references is compiled to VM bytecode calling the
+   same native kernels (`VMModel`, `backend.build.vm_compile`; its `reason` says why the
+   static executor could not run it). What the VM refuses too (a dynamic shape), and an
+   `interp` target, get an `InterpretedModel` with the same `run` API, which says why in
+   `reason`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from attrs import frozen
 from .backend.build import NotCompilable, compile_plan, plan_graph
 from .backend.runtime import dlpack
 from .backend.runtime.compiled import CompiledModel
+from .backend.runtime.vm import VMModel
 from .backend.target import Target
 from .lang.attrs import FuncAttrs
 from .lang.diagnostics import Error, InputError
@@ -247,7 +251,7 @@ def build(
     params: Mapping[str, np.ndarray] | None = None,
     dump: dict[str, Any] | None = None,
     passes: ExtraPasses | None = None,
-) -> CompiledModel | InterpretedModel:
+) -> CompiledModel | VMModel | InterpretedModel:
     """Compile `mod`'s `@main` for `target`: a `Target` or a target string (`llvm` — native
     code for this CPU, with options such as `-mcpu=`, `-mattr=`, `-num-threads=` — or
     `interp`, the reference interpreter); default `llvm` with `default_target`'s threads.
@@ -272,7 +276,12 @@ def build(
     try:
         plan = plan_graph(optimized.module["main"], optimized.types)
     except NotCompilable as exc:
-        return InterpretedModel(mod, exc.message)
+        from .backend.build.vm_compile import compile_vm
+
+        try:
+            return compile_vm(optimized.module, optimized.types, resolved, exc.message, dump=dump)
+        except NotCompilable as refused:
+            return InterpretedModel(mod, f"{exc.message}; the VM cannot run it: {refused.message}")
     if dump is not None:
         dump["relay"] = optimized.module.astext()
     return compile_plan(plan, resolved, dump=dump, types=optimized.types)

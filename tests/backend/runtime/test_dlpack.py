@@ -202,7 +202,7 @@ def @main(%n: int32, %x: Tensor[(3,), float32]) {
   if (%n > 0) { (%x * 2f, %n) } else { (%x, %n) }
 }"""
     )
-    model = relay.build(mod)
+    model = relay.build(mod, target="interp")
     assert not model.native
     x = np.array([1.0, -2.0, 3.0], dtype="float32")
     got = model.run(np.int32(1), Producer(x))

@@ -1,0 +1,143 @@
+"""`VMModel`: a program with control flow run by the VM, with the compiled model's API.
+
+`backend.build.vm_compile` makes it (bytecode, native kernels, the target); `run` checks
+the arguments against `@main`'s annotations (`bind_inputs`), runs the executor and hands
+back arrays the caller owns. `stats` says which executor ran and what the last run did.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from attrs import define, field, frozen
+
+from ....lang.diagnostics import Error
+from ....lang.expr import Function
+from ....lang.tuples import tuple_leaves
+from ...target import Target
+from ..native import NativeLibrary
+from .bytecode import InvokeOp, VMProgram
+from .executor import Executor
+
+
+@frozen
+class VMStats:
+    """Figures of a VM model: the executor (`"vm"`), compile seconds per stage, kernels
+    (and how many run in the interpreter), and what its last run did: native kernel calls,
+    interpreted kernel or operator calls, function calls."""
+
+    executor: str
+    seconds: Mapping[str, float]
+    kernels: int
+    fallback_kernels: int
+    native_calls: int
+    interpreted_calls: int
+    calls: int
+    workspace_bytes: int = 0
+    saved_bytes: int = 0
+
+
+@define
+class VMModel:
+    """A module compiled to VM bytecode calling native kernels; `run(**inputs)` runs it.
+
+    `reason` says why the static (AOT) executor could not run the program."""
+
+    program: VMProgram
+    library: NativeLibrary | None
+    main: Function
+    target: Target
+    reason: str = ""
+    seconds: Mapping[str, float] = field(factory=dict)
+    _executor: Executor = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._executor = Executor(self.program, self.library)
+
+    @property
+    def native(self) -> bool:
+        """Whether every kernel runs as native code (the control flow in the VM's loop):
+        no kernel is interpreted and no operator runs outside a kernel."""
+        return all(k.fallback is None for k in self.program.kernels) and not any(
+            isinstance(ins, InvokeOp) for fn in self.program.functions for ins in fn.code
+        )
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """`@main`'s parameter names, in order."""
+        return tuple(p.name_hint for p in self.main.params)
+
+    @property
+    def stats(self) -> VMStats:
+        """The executor, the kernels and the counts of the last run."""
+        last = self._executor.last
+        kernels = self.program.kernels
+        return VMStats(
+            "vm",
+            dict(self.seconds),
+            len(kernels),
+            sum(k.fallback is not None for k in kernels),
+            last.native_calls,
+            last.interpreted_calls,
+            last.calls,
+        )
+
+    def run(self, *args: Any, out: Any = None, **inputs: Any) -> Any:
+        """Run `@main` on inputs given by position or by parameter name: numpy arrays, any
+        CPU tensor with `__dlpack__`, tuples, ADT values. Tensors of the result are arrays
+        the caller owns. `out` (keyword only) receives the result instead, as in
+        `CompiledModel.run`; when `@main` has a parameter named `out`, `out=` is that
+        input."""
+        from .. import dlpack
+        from ..inputs import bind_inputs
+
+        names = self.input_names
+        if out is not None and "out" in names:
+            inputs = {**inputs, "out": out}
+            out = None
+        args = tuple(
+            dlpack.import_value(a, f"argument `{names[k]}`" if k < len(names) else "argument")
+            for k, a in enumerate(args)
+        )
+        inputs = {k: dlpack.import_value(v, f"argument `{k}`") for k, v in inputs.items()}
+        values = bind_inputs(self.main, args, inputs, "@main")
+        result = self._executor.run(values)
+        given = [v for value in values for v in tuple_leaves(value) if isinstance(v, np.ndarray)]
+        result = owned_result(result, given)
+        if out is None:
+            return result
+        buffers = dlpack.out_buffers(out, result)
+        dlpack.fill(buffers, tuple_leaves(result))
+        return out
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Not yet: a VM model cannot be saved (an `Error` saying so)."""
+        raise Error(
+            f"cannot save {os.fspath(path)}: saving a VM model (a program with control "
+            "flow, closures, ADTs or references) is not supported yet"
+        )
+
+
+def owned_result(result: Any, inputs: list[np.ndarray]) -> Any:
+    """`result` with each tensor at the top or in (nested) tuples copied when it is
+    read-only (a constant) or may share memory with an input or an earlier tensor of the
+    result, so that the caller owns every array it gets."""
+    from .. import dlpack
+
+    kept: list[np.ndarray] = []
+
+    def owned(array: np.ndarray) -> np.ndarray:
+        if not array.flags.writeable or any(
+            np.may_share_memory(array, other) for other in (*inputs, *kept)
+        ):
+            array = array.copy()
+        kept.append(array)
+        return array
+
+    return dlpack.map_leaves(result, lambda v: owned(v) if isinstance(v, np.ndarray) else v)
+
+
+__all__ = ["VMModel", "VMStats", "owned_result"]
