@@ -153,8 +153,11 @@ def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
     start = time.perf_counter()
     built = build(module, target=target)
     took = time.perf_counter() - start
+    stats = getattr(built, "stats", None)
     if target.kind == "interp":
         how = "target interp"
+    elif getattr(stats, "executor", None) == "vm":
+        how = f"target {target}, compiled in {took:.2f} s, run by the VM (control flow)"
     elif built.native:
         how = f"target {target}, compiled in {took:.2f} s"
     else:
@@ -215,8 +218,10 @@ def _profile(args: argparse.Namespace, model: Any, inputs: dict[str, Any]) -> No
         raise _UsageError(f"--top must be at least 1, got {args.top}")
     if not hasattr(model, "run_profiled"):
         reason = getattr(model, "reason", "") or "the target is the interpreter"
+        vm = getattr(getattr(model, "stats", None), "executor", None) == "vm"
+        runs = "the VM" if vm else "the interpreter"
         raise Error(
-            f"--profile needs a compiled model; this one runs in the interpreter ({reason})"
+            f"--profile needs a statically planned model; this one runs in {runs} ({reason})"
         )
     name = os.path.splitext(os.path.basename(args.file))[0] or "model"
     profile = profile_model(model, (), inputs, repeat=args.repeat, name=name)

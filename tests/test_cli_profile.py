@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -89,8 +90,22 @@ def test_profile_of_a_saved_artifact_in_call_order(model, tmp_path):
 def test_profile_in_the_interpreter_is_a_clear_error(model):
     code, _, err = relay("run", model, "--target", "interp", "--profile")
     assert code == 1
-    assert "--profile needs a compiled model" in err
+    assert "--profile needs a statically planned model; this one runs in the interpreter" in err
     assert "Traceback" not in err
+
+
+def test_profile_of_a_program_the_vm_runs_says_so():
+    root = Path(__file__).resolve().parents[1]
+    code, _, err = relay("run", root / "examples" / "lstm.relay", "--profile")
+    assert code == 1
+    assert "this one runs in the VM" in err and "Traceback" not in err
+
+
+def test_run_says_the_vm_ran_a_program_with_control_flow():
+    root = Path(__file__).resolve().parents[1]
+    code, out, err = relay("run", root / "examples" / "lstm.relay")
+    assert code == 0, err
+    assert "run by the VM (control flow)" in out + err
 
 
 def test_bad_profile_options_are_usage_errors(model):
