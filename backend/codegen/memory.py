@@ -9,7 +9,7 @@ provably is a multiple of (all buffers start 64-byte aligned).
 
 `Allocate` of at most 64 KiB (and while the function's stack use stays under
 `MAX_STACK_BYTES`) is a 64-byte-aligned `alloca` in the entry block; larger ones are
-`posix_memalign`/`free` around the body.
+`aligned_alloc`/`free` around the body.
 """
 
 from __future__ import annotations
@@ -248,11 +248,15 @@ def allocate(em: KernelEmitter, s: ts.Allocate) -> Step:
         finally:
             em.unbind(buf.data, old)
         return
-    memalign = declare(em.module, "posix_memalign", I32, [PTR, I64, I64])
+    # `aligned_alloc` (the size is a multiple of the alignment) rather than `posix_memalign`:
+    # LLVM knows its result is fresh memory that aliases nothing, whereas a pointer read
+    # back from `posix_memalign`'s out-parameter may alias any other buffer, which kept a
+    # serial kernel's accumulators from staying in registers.
+    alloc = declare(em.module, "aligned_alloc", PTR, [I64, I64])
+    if "noalias" not in alloc.return_value.attributes:
+        alloc.return_value.add_attribute("noalias")
     free = declare(em.module, "free", ir.VoidType(), [PTR])
-    slot = em.alloca(PTR, 8, name=f"{buf.name}.slot")
-    b.call(memalign, [slot, ir.Constant(I64, 64), ir.Constant(I64, nbytes)])
-    ptr = b.load(slot, typ=PTR, align=8)
+    ptr = b.call(alloc, [ir.Constant(I64, 64), ir.Constant(I64, nbytes)], name=buf.name)
     old = em.bind(buf.data, ptr)
     try:
         yield em.stmt(s.body)

@@ -504,7 +504,7 @@ def test_allocate_temporary(n):
         ),
     )
     lib = compile_module([tir.PrimFunc("f", (a, out), body)])
-    assert ("posix_memalign" in lib.llvm_ir) == (n > 1000)
+    assert ("aligned_alloc" in lib.llvm_ir) == (n > 1000)
     x = arr(np.arange(n), "float32")
     o = zeros(n, "float32")
     lib.run("f", x, o)
