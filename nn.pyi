@@ -24,6 +24,7 @@ __all__ = [
     "contrib_conv2d_winograd_weight_transform",
     "contrib_conv2d_winograd_without_weight_transform",
     "contrib_dense_pack",
+    "contrib_depthwise_conv2d_NCHWc",
     "conv1d",
     "conv1d_transpose",
     "conv2d",
@@ -219,6 +220,22 @@ def contrib_dense_pack(
     out_dtype: str | None = "",
 ) -> Call:
     """Dense with a packed weight of `weight_layout` (e.g. NC8n)."""
+
+def contrib_depthwise_conv2d_NCHWc(
+    data: ExprLike,
+    weight: ExprLike,
+    strides: int | Sequence[int] = (1, 1),
+    padding: int | Sequence[int] = (0, 0),
+    dilation: int | Sequence[int] = (1, 1),
+    groups: int = 1,
+    channels: int | None = None,
+    kernel_size: int | Sequence[int] | None = None,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "OIHW",
+    out_layout: str = "",
+    out_dtype: str | None = "",
+) -> Call:
+    """Depthwise 2-D convolution on channel-blocked layouts (NCHW[x]c data, OIHW1i[x]o weight)."""
 
 def conv1d(
     data: ExprLike,
