@@ -38,6 +38,7 @@ from ...typecheck.result import ModuleTypes
 from ..codegen import threadpool
 from ..codegen.cache import cache_dir, compile_cached
 from ..codegen.compile import compile_module
+from ..codegen.compile_jobs import compile_functions
 from ..codegen.entry import BufferRef, EntryPlan, KernelCall
 from ..kernel_cost import KernelCost
 from ..lower.cost import describe_kernel, interpreted_cost
@@ -193,7 +194,7 @@ def compile_kernels(
     None). Stage times go into `seconds`, stage texts into `dump`. Code for CPU features
     this host lacks comes back as a `ForeignLibrary`."""
     prim_funcs: list[PrimFunc] = []
-    if dump is not None or cache_dir() is None:
+    if dump is not None:
         start = time.perf_counter()
         prim_funcs = [lower_pipeline(lowered.func) for _, lowered in scheduled]
         seconds["tir"] = time.perf_counter() - start
@@ -202,9 +203,13 @@ def compile_kernels(
         dump["tir"] = "\n\n".join(tir_text(f) for f in prim_funcs)
     start = time.perf_counter()
     library: Any
-    if prim_funcs or not scheduled:
+    if dump is not None:
         library = compile_module(prim_funcs, entry=entry, name=name, target=target)
         seconds["codegen"] = time.perf_counter() - start
+    elif cache_dir() is None or not scheduled:
+        # kernels big enough compile in worker processes (codegen.compile_jobs)
+        funcs = [lowered.func for _, lowered in scheduled]
+        library = compile_functions(funcs, entry, name, target, seconds=seconds)
     else:
         # `$RELAY_CACHE_DIR` is set: the loop-IR passes and LLVM run only on a miss
         funcs = [lowered.func for _, lowered in scheduled]

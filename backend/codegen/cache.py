@@ -40,9 +40,9 @@ import llvmlite.binding as llvm
 from ..target import Target
 from ..tir.expr import Var
 from ..tir.stmt import PrimFunc
-from ..tir.transform import lower_pipeline
 from . import llvm_target
-from .compile import CompiledLibrary, compile_module, load_library
+from .compile import CompiledLibrary, load_library
+from .compile_jobs import compile_functions
 from .entry import EntryPlan
 from .llvm_types import CodegenError
 
@@ -202,7 +202,8 @@ def compile_cached(
 ) -> tuple[CompiledLibrary, bool]:
     """The library of `funcs` (kernels before `lower_pipeline`) and `entry` for `target`,
     and whether it came from the cache: loaded from `$RELAY_CACHE_DIR` when an entry with
-    its key is there, else compiled (loop-IR passes, then `compile_module`) and stored."""
+    its key is there, else compiled (`compile_functions`: in worker processes when big) and
+    stored."""
     directory = cache_dir()
     key = library_key(funcs, entry, name, target, profiled) if directory is not None else None
     path = directory / f"{key}.o" if directory is not None and key is not None else None
@@ -213,8 +214,7 @@ def compile_cached(
                 return load_library(code), True
             except CodegenError:
                 pass  # damaged beyond the checksum's reach: compile again
-    lowered = [lower_pipeline(f) for f in funcs]
-    library = compile_module(lowered, entry=entry, name=name, target=target, profiled=profiled)
+    library = compile_functions(funcs, entry, name, target, profiled=profiled)
     if path is not None:
         write_entry(path, library.object_code)
     return library, False

@@ -6,6 +6,9 @@ host), emits object code, and links that object
 code into a fresh MCJIT execution engine: the code that runs is exactly `.object_code`, so a
 saved library behaves like the freshly compiled one. `load_library(object_code)` does only the
 last step, in any process on a machine with the features the code was compiled for.
+`kernel_bitcode(share)` and `link_parts(parts, funcs, entry)` split `compile_module` in two,
+so shares of the kernels can be optimized in other processes (`compile_jobs`) and still
+make one object file.
 
 Each library carries a manifest (a JSON string in the global `__relay_manifest`) naming its
 functions and their parameter counts, so a loaded library knows its own signatures. The
@@ -135,6 +138,45 @@ def _add_manifest(module: ir.Module, manifest: dict[str, Any]) -> None:
     gv.global_constant = True
 
 
+def _new_module(name: str) -> ir.Module:
+    llvm_target.initialize()
+    module = ir.Module(name)
+    module.triple = llvm_target.triple()
+    module.data_layout = llvm_target.data_layout()
+    return module
+
+
+def _check_names(funcs: Sequence[PrimFunc]) -> None:
+    names: set[str] = set()
+    for f in funcs:
+        if f.name in names:
+            raise CodegenError(f"two kernels are named `{f.name}`")
+        names.add(f.name)
+
+
+def _emit_kernels(module: ir.Module, funcs: Sequence[PrimFunc]) -> None:
+    _check_names(funcs)
+    for f in funcs:
+        emit_primfunc(module, f)
+
+
+def _emit_entry(
+    module: ir.Module, funcs: Sequence[PrimFunc], entry: EntryPlan | None, profiled: bool
+) -> dict[str, Any]:
+    """Add `entry` (and its profiling twin) and the manifest to `module`, which defines or
+    declares the kernels `funcs`; the manifest."""
+    if entry is not None:
+        by_name = {f.name: f for f in funcs}
+        if entry.name in by_name:
+            raise CodegenError(f"the entry function `{entry.name}` clashes with a kernel")
+        emit_entry(module, entry, by_name)
+        if profiled:
+            emit_entry(module, entry, by_name, profiled=True)
+    manifest = _manifest(funcs, entry, profiled)
+    _add_manifest(module, manifest)
+    return manifest
+
+
 def build_ir(
     funcs: Sequence[PrimFunc],
     entry: EntryPlan | None = None,
@@ -143,26 +185,9 @@ def build_ir(
 ) -> tuple[ir.Module, dict[str, Any]]:
     """The unoptimized LLVM module of `funcs` (plus `entry` and, with `profiled`, its
     profiling twin) and its manifest."""
-    llvm_target.initialize()
-    module = ir.Module(name)
-    module.triple = llvm_target.triple()
-    module.data_layout = llvm_target.data_layout()
-    names: set[str] = set()
-    for f in funcs:
-        if f.name in names:
-            raise CodegenError(f"two kernels are named `{f.name}`")
-        names.add(f.name)
-        emit_primfunc(module, f)
-    if entry is not None:
-        if entry.name in names:
-            raise CodegenError(f"the entry function `{entry.name}` clashes with a kernel")
-        by_name = {f.name: f for f in funcs}
-        emit_entry(module, entry, by_name)
-        if profiled:
-            emit_entry(module, entry, by_name, profiled=True)
-    manifest = _manifest(funcs, entry, profiled)
-    _add_manifest(module, manifest)
-    return module, manifest
+    module = _new_module(name)
+    _emit_kernels(module, funcs)
+    return module, _emit_entry(module, funcs, entry, profiled)
 
 
 def compile_module(
@@ -182,6 +207,58 @@ def compile_module(
     ref.verify()
     if optimize:
         llvm_target.optimize(ref, target=target)
+    object_code = bytes(llvm_target.target_machine(target).emit_object(ref))
+    engine = _link(object_code)
+    return CompiledLibrary(engine, object_code, manifest, str(ref), text, target)
+
+
+def kernel_bitcode(
+    funcs: Sequence[PrimFunc],
+    name: str = "relay_part",
+    optimize: bool = True,
+    target: Target | None = None,
+) -> bytes:
+    """LLVM bitcode of the kernels `funcs` alone (no entry function, no manifest),
+    optimized as `compile_module` optimizes them: one part of a library that `link_parts`
+    completes. Kernels are independent functions, so compiling them in parts gives each
+    the code it gets in one module."""
+    module = _new_module(name)
+    _emit_kernels(module, funcs)
+    ref = llvm.parse_assembly(str(module))
+    ref.verify()
+    if optimize:
+        llvm_target.optimize(ref, target=target)
+    return bytes(ref.as_bitcode())
+
+
+def link_parts(
+    parts: Sequence[bytes],
+    funcs: Sequence[PrimFunc],
+    entry: EntryPlan | None = None,
+    name: str = "relay_module",
+    optimize: bool = True,
+    target: Target | None = None,
+    profiled: bool = True,
+) -> CompiledLibrary:
+    """The library of kernels `funcs` whose code is in `parts` (`kernel_bitcode` of a
+    share of them each; `funcs` give the kernels' names and signatures), with `entry`
+    (and its profiling twin unless `profiled` is false) and the manifest: the same library
+    `compile_module(funcs, ...)` makes, as ONE object file. The entry module is optimized
+    on its own, then the parts are linked into it."""
+    _check_names(funcs)
+    module = _new_module(name)
+    manifest = _emit_entry(module, funcs, entry, profiled)
+    text = str(module)
+    ref = llvm.parse_assembly(text)
+    ref.verify()
+    if optimize:
+        llvm_target.optimize(ref, target=target)
+    for part in parts:
+        ref.link_in(llvm.parse_bitcode(part))
+    defined = {f.name for f in ref.functions if not f.is_declaration}
+    missing = [f.name for f in funcs if f.name not in defined]
+    if missing:
+        raise CodegenError(f"no part of the library defines {', '.join(missing)}")
     object_code = bytes(llvm_target.target_machine(target).emit_object(ref))
     engine = _link(object_code)
     return CompiledLibrary(engine, object_code, manifest, str(ref), text, target)

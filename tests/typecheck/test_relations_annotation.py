@@ -141,6 +141,18 @@ EXAMPLES = [  # one valid call of every operator of the non-elementwise families
         {"channels": 32, "kernel_size": [3, 3], "data_layout": "NCHW8c", "out_layout": "NCHW8c"},
     ),
     (
+        "nn.contrib_depthwise_conv2d_NCHWc",
+        [f32(1, 2, 8, 8, 8), f32(2, 1, 3, 3, 1, 8)],
+        {
+            "channels": 16,
+            "groups": 16,
+            "kernel_size": [3, 3],
+            "data_layout": "NCHW8c",
+            "kernel_layout": "OIHW1i8o",
+            "out_layout": "NCHW8c",
+        },
+    ),
+    (
         "nn.contrib_conv2d_winograd_without_weight_transform",
         [f32(1, 3, 8, 8), f32(6, 6, 16, 3)],
         {"tile_size": 4, "channels": 16, "kernel_size": [3, 3]},

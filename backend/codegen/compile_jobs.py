@@ -1,0 +1,404 @@
+"""Compiling a library's kernels in worker processes: one library, one object file.
+
+    library = compile_functions(funcs, entry, name, target)   # funcs: before `lower_pipeline`
+
+Each kernel's loop-IR passes (`lower_pipeline`), LLVM IR building and LLVM optimization are
+independent of the other kernels', so a big library runs them in worker processes: the
+kernels are sorted by an estimate of their size (`kernel_size`, unrolled loops counted as
+many times as they unroll), grouped into shares (a big kernel alone, small ones together)
+and handed out largest first to whichever worker is free. A worker sends back the
+optimized LLVM bitcode of its share (`compile.kernel_bitcode`, the same O3 pipeline and
+target machine as in-process); the parent links the parts into the module of the entry
+function and the manifest and emits ONE object file (`compile.link_parts`), so the
+library, its artifact and `load_library` are the same as when compiled in one piece. (The
+one difference: the entry function is optimized without the kernels' bodies, so no small
+kernel is inlined into it.)
+
+When it runs in parallel: with more than one CPU, and when the kernels' estimated size is at
+least `PARALLEL_MIN_SIZE` (a convnet, not an MLP: below that, starting workers costs more
+than it saves). Workers: at most one per CPU this process may use, per share, and
+`MAX_JOBS`. `$RELAY_COMPILE_JOBS` caps the number of workers: `1` compiles in-process
+always; unset, empty or `0` means automatic.
+
+The workers are plain `python -c` subprocesses of the same interpreter (started lazily once
+per process, reused, stopped at exit; they exit on their own when the parent goes away),
+talking length-prefixed pickles over their stdin/stdout. They import only this package,
+never the user's `__main__` (as multiprocessing's spawn and forkserver workers would: a
+script without a `__main__` guard would run again in every worker), and they inherit no
+thread of the parent (no fork). An error a worker raises (a `CodegenError`, ...) is raised
+in the parent as it would be in-process; a worker that dies is an `Error` saying so, and the
+next build starts fresh workers.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Sequence
+from typing import IO, Any
+
+from ...lang.diagnostics import Error
+from ..target import Target
+from ..tir.stmt import For, ForKind, PrimFunc
+from ..tir.transform import lower_pipeline
+from ..tir.visitor import children
+from .compile import CompiledLibrary, compile_module, kernel_bitcode, link_parts
+from .entry import EntryPlan
+
+JOBS_ENV = "RELAY_COMPILE_JOBS"
+MAX_JOBS = 8
+"""The most worker processes one build uses, whatever the CPU count."""
+
+PARALLEL_MIN_SIZE = 15_000
+"""The estimated size (`kernel_size` summed) from which kernels compile in workers: about a
+second and a half of compilation on one core (ResNet-18 is ~110,000, an MLP ~100)."""
+
+SHARES_PER_JOB = 6
+"""Shares per worker: enough for the largest-first hand-out to even out the estimate's
+errors, few enough that linking the parts costs little."""
+
+
+def kernel_size(func: PrimFunc) -> int:
+    """An estimate of the work of compiling `func` (before `lower_pipeline`): its loop-IR
+    nodes, those in an unrolled loop of constant extent counted once per iteration."""
+    total = 0
+    stack: list[tuple[Any, int]] = [(func.body, 1)]
+    while stack:
+        node, weight = stack.pop()
+        total += weight
+        inner = weight
+        if isinstance(node, For) and node.kind is ForKind.UNROLLED:
+            extent = getattr(node.extent, "value", None)
+            if isinstance(extent, int) and extent > 1:
+                inner = weight * extent
+        for child in children(node):
+            stack.append((child, inner if child is getattr(node, "body", None) else weight))
+    return total
+
+
+def jobs_setting() -> int:
+    """`$RELAY_COMPILE_JOBS` as a cap on the workers (0: automatic); an `Error` when it is
+    not a non-negative integer."""
+    raw = os.environ.get(JOBS_ENV, "").strip()
+    if not raw:
+        return 0
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise Error(
+            f"${JOBS_ENV} must be a number of worker processes (1: compile in-process, "
+            f"0: automatic), not `{raw}`"
+        )
+    return value
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def shares(sizes: Sequence[int], count: int) -> list[list[int]]:
+    """The kernel indices grouped into about `count` shares of similar estimated size,
+    largest share first: kernels in decreasing size, a share closed once it reaches its
+    part of the total."""
+    order = sorted(range(len(sizes)), key=lambda k: -sizes[k])
+    quota = max(1, sum(sizes) // max(1, count))
+    groups: list[list[int]] = []
+    current: list[int] = []
+    filled = 0
+    for k in order:
+        current.append(k)
+        filled += sizes[k]
+        if filled >= quota:
+            groups.append(current)
+            current, filled = [], 0
+    if current:
+        groups.append(current)
+    return groups
+
+
+def worker_count(sizes: Sequence[int], jobs: int | None = None) -> int:
+    """How many workers compile kernels of these estimated sizes: `jobs` when given (at
+    most one per kernel), else 1 below `PARALLEL_MIN_SIZE`, else one per CPU up to
+    `MAX_JOBS` and `$RELAY_COMPILE_JOBS`."""
+    if jobs is not None:
+        return max(1, min(jobs, len(sizes)))
+    cap = jobs_setting()
+    if cap == 1 or sum(sizes) < PARALLEL_MIN_SIZE:
+        return 1
+    n = min(available_cpus(), MAX_JOBS, len(sizes))
+    return max(1, min(n, cap) if cap else n)
+
+
+def compile_functions(
+    funcs: Sequence[PrimFunc],
+    entry: EntryPlan | None = None,
+    name: str = "relay_module",
+    target: Target | None = None,
+    profiled: bool = True,
+    seconds: dict[str, float] | None = None,
+    jobs: int | None = None,
+) -> CompiledLibrary:
+    """The library of kernels `funcs` (before `lower_pipeline`) and `entry`, compiled in
+    worker processes when they are big enough (module docstring; `jobs` forces that many
+    workers, 1 in-process). Stage times go into `seconds`: `tir` and `codegen` in-process;
+    `tir+opt` (the workers) and `codegen` (linking and machine code) in parallel."""
+    seconds = seconds if seconds is not None else {}
+    sizes = [kernel_size(f) for f in funcs]
+    n = worker_count(sizes, jobs)
+    start = time.perf_counter()
+    if n <= 1:
+        lowered = [lower_pipeline(f) for f in funcs]
+        seconds["tir"] = time.perf_counter() - start
+        start = time.perf_counter()
+        library = compile_module(lowered, entry=entry, name=name, target=target, profiled=profiled)
+        seconds["codegen"] = time.perf_counter() - start
+        return library
+    groups = shares(sizes, n * SHARES_PER_JOB)
+    tasks = _pickled(
+        [([funcs[k] for k in group], f"{name}.part{i}", target) for i, group in enumerate(groups)]
+    )
+    if tasks is None:  # a value that does not pickle: compile here
+        return compile_functions(funcs, entry, name, target, profiled, seconds, jobs=1)
+    parts = run_in_workers(min(n, len(groups)), tasks)
+    seconds["tir+opt"] = time.perf_counter() - start
+    start = time.perf_counter()
+    library = link_parts(parts, funcs, entry, name, target=target, profiled=profiled)
+    seconds["codegen"] = time.perf_counter() - start
+    return library
+
+
+def _pickled(tasks: Sequence[Any]) -> list[bytes] | None:
+    """Each task pickled, or None when one does not pickle (an attribute value of a type
+    pickle cannot rebuild, a tree too deep for pickle's recursion)."""
+    try:
+        return [pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL) for t in tasks]
+    except (pickle.PicklingError, RecursionError, TypeError, AttributeError):
+        return None
+
+
+def compile_part(funcs: Sequence[PrimFunc], name: str, target: Target | None) -> bytes:
+    """What a worker does with one share: the loop-IR passes, then `kernel_bitcode`."""
+    return kernel_bitcode([lower_pipeline(f) for f in funcs], name, target=target)
+
+
+# --- the worker processes ------------------------------------------------------------------
+
+_HEADER = struct.Struct("<Q")
+
+
+def _send(stream: IO[bytes], data: bytes) -> None:
+    """Write one message (`data`, a pickle) to `stream`."""
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    """The next message on `stream`; EOFError when the other side is gone."""
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError
+    (size,) = _HEADER.unpack(head)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+def serve() -> None:
+    """A worker's loop: read `(funcs, name, target)` shares from stdin until EOF, answer each
+    with `("ok", bitcode)` or `("error", exception, traceback text)` on the original stdout
+    (anything else printed goes to stderr)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer
+    while True:
+        try:
+            task = _receive(requests)
+        except EOFError:
+            return
+        try:
+            reply: tuple[Any, ...] = ("ok", compile_part(*task))
+        except Exception as exc:  # every failure goes back to the parent
+            reply = ("error", _portable(exc), traceback.format_exc())
+        _send(replies, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _portable(exc: Exception) -> Exception:
+    """`exc` if it survives pickling, else a RuntimeError with its type and message."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+_BOOT = (
+    "import importlib, json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+    "importlib.import_module(sys.argv[2]).serve()"
+)
+
+
+class WorkerDied(Error):
+    """A compile worker process ended without answering."""
+
+
+class _Worker:
+    def __init__(self) -> None:
+        paths = [p for p in sys.path if p]
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, json.dumps(paths), __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+        )
+
+    def ask(self, task: bytes) -> Any:
+        """The reply of the worker to `task` (pickled); `WorkerDied` when it is gone."""
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None
+        try:
+            _send(stdin, task)
+            return _receive(stdout)
+        except (EOFError, BrokenPipeError, OSError):
+            code = self.process.wait()
+            raise WorkerDied(
+                f"a compile worker process ended without answering (exit code {code}); "
+                f"set ${JOBS_ENV}=1 to compile in this process"
+            ) from None
+
+    def stop(self) -> None:
+        """Close the worker's stdin (it exits), killing it if it does not within a second."""
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            self.process.wait(timeout=1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+class _Pool:
+    """Worker processes of this process, started as needed, one build at a time."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.workers: list[_Worker] = []
+
+    def grow(self, n: int) -> None:
+        while len(self.workers) < n:
+            self.workers.append(_Worker())
+
+    def run(self, tasks: Sequence[bytes], n: int) -> list[bytes]:
+        """The bitcode of each task (in order), handed out in order to whichever of the
+        first `n` workers is free; the first failure is raised once every worker stopped."""
+        results: list[bytes | None] = [None] * len(tasks)
+        failures: list[BaseException] = []
+        pending = list(range(len(tasks) - 1, -1, -1))
+        guard = threading.Lock()
+
+        def drive(worker: _Worker) -> None:
+            while True:
+                with guard:
+                    if failures or not pending:
+                        return
+                    k = pending.pop()
+                try:
+                    reply = worker.ask(tasks[k])
+                except BaseException as exc:  # raised by `run` below
+                    with guard:
+                        failures.append(exc)
+                    return
+                if reply[0] == "ok":
+                    results[k] = reply[1]
+                    continue
+                error: BaseException = reply[1]
+                if not isinstance(error, Error) and hasattr(error, "add_note"):
+                    error.add_note(f"in a compile worker process:\n{reply[2]}")
+                with guard:
+                    failures.append(error)
+                return
+
+        threads = [
+            threading.Thread(target=drive, args=(w,), daemon=True)
+            for w in self.workers[: min(n, len(tasks))]
+        ]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:
+            self.stop()  # interrupted: the workers' answers will never be read
+            raise
+        if failures:
+            if any(isinstance(f, WorkerDied) for f in failures):
+                self.stop()
+            raise failures[0]
+        return [r for r in results if r is not None]
+
+    def stop(self) -> None:
+        """Stop every worker (the pool then starts new ones when asked)."""
+        workers, self.workers = self.workers, []
+        for w in workers:
+            w.stop()
+
+
+_lock = threading.Lock()
+_current: _Pool | None = None
+
+
+def run_in_workers(n: int, tasks: Sequence[bytes]) -> list[bytes]:
+    """The bitcode of each task (a pickled `(funcs, name, target)`, in order) from the process's
+    worker pool, started or grown to `n` workers first; one build at a time."""
+    global _current
+    with _lock:
+        if _current is None or _current.pid != os.getpid():
+            _current = _Pool()  # none yet, or inherited through fork: not ours to use
+        _current.grow(n)
+        return _current.run(tasks, n)
+
+
+def stop_workers() -> None:
+    """Stop this process's compile workers (a later parallel build starts new ones)."""
+    with _lock:
+        if _current is not None and _current.pid == os.getpid():
+            _current.stop()
+
+
+atexit.register(stop_workers)
+
+
+__all__ = [
+    "JOBS_ENV",
+    "MAX_JOBS",
+    "PARALLEL_MIN_SIZE",
+    "WorkerDied",
+    "available_cpus",
+    "compile_functions",
+    "compile_part",
+    "jobs_setting",
+    "kernel_size",
+    "run_in_workers",
+    "serve",
+    "shares",
+    "stop_workers",
+    "worker_count",
+]

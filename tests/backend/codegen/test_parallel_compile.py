@@ -1,0 +1,194 @@
+"""Compiling kernels in worker processes (`codegen.compile_jobs`): the library and a model
+built that way compute bit for bit what the in-process build computes; an error in a worker
+reaches the caller as in-process, a worker that dies is an `Error` (and the next build
+works); small builds and `$RELAY_COMPILE_JOBS=1` stay in-process."""
+
+import os
+import re
+
+import numpy as np
+import pytest
+import relay
+from relay.backend.codegen import compile_jobs
+from relay.backend.codegen.compile import compile_module, undefined_symbols
+from relay.backend.codegen.threadpool import runtime
+from relay.backend.runtime.native import aligned_empty
+from relay.backend.tir.buffer import decl_buffer
+from relay.backend.tir.expr import BufferLoad, IntImm, Var
+from relay.backend.tir.stmt import BufferStore, For, ForKind, PrimFunc
+from relay.backend.tir.transform import lower_pipeline
+from relay.lang.diagnostics import Error
+
+CONVNET = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4, 12, 12), float32], %w1: Tensor[(8, 4, 3, 3), float32],
+          %w2: Tensor[(8, 8, 3, 3), float32], %d: Tensor[(10, 8), float32]) {
+  %0 = nn.conv2d(%x, %w1, padding=[1, 1, 1, 1]);
+  %1 = nn.relu(%0);
+  %2 = nn.conv2d(%1, %w2, padding=[1, 1, 1, 1]);
+  %3 = tanh(add(%2, %1));
+  %4 = nn.global_avg_pool2d(%3);
+  %5 = nn.batch_flatten(%4);
+  %6 = nn.dense(%5, %d);
+  nn.softmax(sigmoid(%6))
+}
+"""
+
+SHAPES = {"x": (1, 4, 12, 12), "w1": (8, 4, 3, 3), "w2": (8, 8, 3, 3), "d": (10, 8)}
+
+
+def _values() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return {k: rng.standard_normal(s).astype("float32") for k, s in SHAPES.items()}
+
+
+def _build(params: bool):
+    values = _values()
+    bound = {k: v for k, v in values.items() if k != "x"} if params else None
+    model = relay.build(relay.parse(CONVNET), target="llvm -num-threads=2", params=bound)
+    inputs = {"x": values["x"]} if params else values
+    return model, inputs
+
+
+@pytest.fixture
+def parallel_always(monkeypatch):
+    """Every build with more than one kernel compiles in two workers."""
+    monkeypatch.delenv(compile_jobs.JOBS_ENV, raising=False)
+    monkeypatch.setattr(compile_jobs, "PARALLEL_MIN_SIZE", 0)
+    monkeypatch.setattr(compile_jobs, "available_cpus", lambda: 2)
+
+
+def _copy_kernel(name: str, n: int = 16, alias: bool = False) -> PrimFunc:
+    """`out[i] = inp[i] * 2` over `n` floats (with `alias`, both parameters are one buffer)."""
+    inp = decl_buffer((n,), "float32", "inp")
+    out = inp if alias else decl_buffer((n,), "float32", "out")
+    i = Var("i", "int64")
+    store = BufferStore(out, BufferLoad(inp, (i,)) * 2.0, (i,))
+    return PrimFunc(name, (inp, out), For(i, IntImm(0), IntImm(n), ForKind.SERIAL, store))
+
+
+@pytest.mark.parametrize("params", [False, True], ids=["weights-as-inputs", "weights-bound"])
+def test_a_model_built_in_workers_computes_the_same_bits(parallel_always, monkeypatch, params):
+    model, inputs = _build(params)
+    assert "tir+opt" in model.stats.seconds  # the workers compiled it
+    monkeypatch.setenv(compile_jobs.JOBS_ENV, "1")
+    reference, _ = _build(params)
+    assert "tir+opt" not in reference.stats.seconds and "tir" in reference.stats.seconds
+    got = model.run(**inputs)
+    np.testing.assert_array_equal(got, reference.run(**inputs))
+    expected = relay.interpret(relay.parse(CONVNET), **_values())
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    # one object file with the same functions and the same outside symbols
+    runtime()
+    assert reference.library.names() == model.library.names()
+    assert sorted(undefined_symbols(model.library.object_code)) == sorted(
+        undefined_symbols(reference.library.object_code)
+    )
+
+
+def test_kernels_compiled_in_workers_are_the_kernels_compiled_here():
+    funcs = [_copy_kernel(f"copy{k}", 16 + 8 * k) for k in range(5)]
+    here = compile_module([lower_pipeline(f) for f in funcs], name="lib")
+    there = compile_jobs.compile_functions(funcs, name="lib", jobs=2)
+    assert here.names() == there.names()
+    for k, f in enumerate(funcs):
+        n = 16 + 8 * k
+        inp = aligned_empty((n,), "float32")
+        inp[:] = np.arange(n, dtype="float32") - 3.5
+        outs = [aligned_empty((n,), "float32") for _ in range(2)]
+        here.run(f.name, inp, outs[0])
+        there.run(f.name, inp, outs[1])
+        np.testing.assert_array_equal(outs[0], inp * 2)
+        np.testing.assert_array_equal(outs[1], outs[0])
+
+
+def test_an_error_in_a_worker_is_the_error_in_process():
+    funcs = [_copy_kernel("good0"), _copy_kernel("bad", alias=True), _copy_kernel("good1")]
+    with pytest.raises(Error) as in_process:
+        compile_jobs.compile_functions(funcs, name="lib", jobs=1)
+    with pytest.raises(type(in_process.value), match=re.escape(str(in_process.value))):
+        compile_jobs.compile_functions(funcs, name="lib", jobs=2)
+    # the workers survive a failed build
+    library = compile_jobs.compile_functions(funcs[::2], name="lib", jobs=2)
+    assert sorted(library.names()) == ["good0", "good1"]
+
+
+def test_kernels_that_do_not_pickle_compile_in_process():
+    odd = _copy_kernel("odd")
+    odd = PrimFunc(odd.name, odd.params, odd.body, {"note": lambda: None})
+    seconds: dict[str, float] = {}
+    funcs = [_copy_kernel("a"), odd]
+    library = compile_jobs.compile_functions(funcs, name="lib", seconds=seconds, jobs=2)
+    assert sorted(library.names()) == ["a", "odd"] and "tir+opt" not in seconds
+
+
+def test_two_kernels_with_one_name_are_an_error_in_parts_too():
+    funcs = [_copy_kernel("same"), _copy_kernel("other"), _copy_kernel("same")]
+    with pytest.raises(Error, match="two kernels are named `same`"):
+        compile_jobs.compile_functions(funcs, name="lib", jobs=2)
+
+
+class _ExitWhenUnpickled:
+    """A value whose unpickling ends the process: the worker receiving it dies."""
+
+    def __reduce__(self):
+        return (os._exit, (3,))
+
+
+def test_a_worker_that_dies_is_an_error_and_the_next_build_works():
+    doomed = _copy_kernel("doomed")
+    doomed = PrimFunc(doomed.name, doomed.params, doomed.body, {"x": _ExitWhenUnpickled()})
+    funcs = [_copy_kernel("a"), doomed, _copy_kernel("b")]
+    with pytest.raises(compile_jobs.WorkerDied, match=r"exit code 3.*RELAY_COMPILE_JOBS=1"):
+        compile_jobs.compile_functions(funcs, name="lib", jobs=2)
+    library = compile_jobs.compile_functions(funcs[::2], name="lib", jobs=2)
+    assert sorted(library.names()) == ["a", "b"]
+
+
+def test_small_builds_stay_in_process(monkeypatch):
+    monkeypatch.delenv(compile_jobs.JOBS_ENV, raising=False)
+    monkeypatch.setattr(compile_jobs, "available_cpus", lambda: 8)
+
+    def no_workers(n, tasks):
+        raise AssertionError("a small build started compile workers")
+
+    monkeypatch.setattr(compile_jobs, "run_in_workers", no_workers)
+    model, _ = _build(params=False)
+    assert "tir" in model.stats.seconds and "tir+opt" not in model.stats.seconds
+    sizes = [compile_jobs.kernel_size(_copy_kernel(f"k{k}")) for k in range(4)]
+    assert compile_jobs.worker_count(sizes) == 1
+    big = [compile_jobs.PARALLEL_MIN_SIZE] * 4
+    assert compile_jobs.worker_count(big) == 4
+
+
+def test_the_environment_variable_caps_the_workers(monkeypatch):
+    monkeypatch.setattr(compile_jobs, "available_cpus", lambda: 8)
+    big = [compile_jobs.PARALLEL_MIN_SIZE] * 6
+    monkeypatch.setenv(compile_jobs.JOBS_ENV, "1")
+    assert compile_jobs.worker_count(big) == 1
+    monkeypatch.setattr(compile_jobs, "PARALLEL_MIN_SIZE", 0)
+    model, _ = _build(params=False)
+    assert "tir+opt" not in model.stats.seconds
+    monkeypatch.setenv(compile_jobs.JOBS_ENV, "3")
+    assert compile_jobs.worker_count(big) == 3
+    monkeypatch.setenv(compile_jobs.JOBS_ENV, "0")
+    assert compile_jobs.worker_count(big) == 6
+    monkeypatch.setenv(compile_jobs.JOBS_ENV, "many")
+    with pytest.raises(Error, match="RELAY_COMPILE_JOBS must be a number"):
+        compile_jobs.worker_count(big)
+
+
+def test_unrolled_loops_count_once_per_iteration():
+    serial = _copy_kernel("s", n=64)
+    body = serial.body
+    unrolled = PrimFunc("u", serial.params, For(body.loop_var, 0, 64, ForKind.UNROLLED, body.body))
+    assert compile_jobs.kernel_size(unrolled) > 32 * compile_jobs.kernel_size(serial)
+
+
+def test_shares_hold_every_kernel_once_largest_first():
+    sizes = [5, 100, 1, 1, 40, 60, 2, 30]
+    groups = compile_jobs.shares(sizes, 3)
+    assert sorted(k for g in groups for k in g) == list(range(len(sizes)))
+    assert groups[0] == [1]  # the largest kernel fills a share alone
+    totals = [sum(sizes[k] for k in g) for g in groups]
+    assert totals[0] == max(totals)
+    assert len(groups) <= 4
