@@ -36,8 +36,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +43,8 @@ import attrs
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_vs_ort import alternate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SETTLE = 0.05
@@ -197,22 +197,6 @@ def onnx_model(onnx: Any, layer: ConvLayer, weight: np.ndarray, bias: np.ndarray
     return model.SerializeToString()  # type: ignore[no-any-return]
 
 
-def alternate(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    """Median seconds of each callable, timed in alternating blocks of 5 calls, each block
-    after at least `SETTLE` seconds of untimed calls."""
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(max(1, repeat // 5)):
-        for key, fn in runs.items():
-            settle = time.perf_counter() + SETTLE
-            while time.perf_counter() < settle:
-                fn()
-            for _ in range(5):
-                start = time.perf_counter()
-                fn()
-                times[key].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 @attrs.frozen
 class Row:
     """One layer's figures (seconds per run)."""
@@ -250,7 +234,9 @@ def measure(layer: ConvLayer, ort: Any, onnx: Any, threads: int, repeat: int) ->
     got, want = model.run(data=data), session.run(None, feed)[0]
     err = float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
     medians = alternate(
-        {"relay": lambda: model.run(data=data), "ort": lambda: session.run(None, feed)}, repeat
+        {"relay": lambda: model.run(data=data), "ort": lambda: session.run(None, feed)},
+        repeat,
+        SETTLE,
     )
     profile = model.profile(data=data, repeat=max(5, repeat // 2)).json()
     kernels = [kn for kn in profile["kernels"] if kn["kind"] != "layout_transform"]

@@ -60,14 +60,16 @@ def build(module: Any, weights: dict[str, np.ndarray], disabled: list[str]) -> t
     return model, time.perf_counter() - start
 
 
-def alternate(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
+def alternate(
+    runs: dict[str, Callable[[], Any]], repeat: int, settle_s: float = SETTLE
+) -> dict[str, float]:
     """Median seconds of each callable, timed in alternating blocks of 5 calls, each
-    block after at least `SETTLE` seconds of untimed calls (so neither runtime's threads,
+    block after at least `settle_s` seconds of untimed calls (so neither runtime's threads,
     still spinning after its own calls, slow the other's timed calls)."""
     times: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(max(1, repeat // 5)):
         for key, fn in runs.items():
-            settle = time.perf_counter() + SETTLE
+            settle = time.perf_counter() + settle_s
             while time.perf_counter() < settle:
                 fn()
             for _ in range(5):

@@ -190,6 +190,24 @@ def build_ir(
     return module, _emit_entry(module, funcs, entry, profiled)
 
 
+def _parsed(text: str, optimize: bool, target: Target | None) -> llvm.ModuleRef:
+    """LLVM module `text` parsed, verified and (with `optimize`) run through the
+    optimization pipeline for `target`."""
+    ref = llvm.parse_assembly(text)
+    ref.verify()
+    if optimize:
+        llvm_target.optimize(ref, target=target)
+    return ref
+
+
+def _library(
+    ref: llvm.ModuleRef, manifest: dict[str, Any], text: str, target: Target | None
+) -> CompiledLibrary:
+    """The library of module `ref`: its object code for `target`, linked in this process."""
+    object_code = bytes(llvm_target.target_machine(target).emit_object(ref))
+    return CompiledLibrary(_link(object_code), object_code, manifest, str(ref), text, target)
+
+
 def compile_module(
     funcs: Sequence[PrimFunc],
     entry: EntryPlan | None = None,
@@ -203,13 +221,7 @@ def compile_module(
     this host's)."""
     module, manifest = build_ir(funcs, entry, name, profiled)
     text = str(module)
-    ref = llvm.parse_assembly(text)
-    ref.verify()
-    if optimize:
-        llvm_target.optimize(ref, target=target)
-    object_code = bytes(llvm_target.target_machine(target).emit_object(ref))
-    engine = _link(object_code)
-    return CompiledLibrary(engine, object_code, manifest, str(ref), text, target)
+    return _library(_parsed(text, optimize, target), manifest, text, target)
 
 
 def kernel_bitcode(
@@ -224,11 +236,7 @@ def kernel_bitcode(
     the code it gets in one module."""
     module = _new_module(name)
     _emit_kernels(module, funcs)
-    ref = llvm.parse_assembly(str(module))
-    ref.verify()
-    if optimize:
-        llvm_target.optimize(ref, target=target)
-    return bytes(ref.as_bitcode())
+    return bytes(_parsed(str(module), optimize, target).as_bitcode())
 
 
 def link_parts(
@@ -249,19 +257,14 @@ def link_parts(
     module = _new_module(name)
     manifest = _emit_entry(module, funcs, entry, profiled)
     text = str(module)
-    ref = llvm.parse_assembly(text)
-    ref.verify()
-    if optimize:
-        llvm_target.optimize(ref, target=target)
+    ref = _parsed(text, optimize, target)
     for part in parts:
         ref.link_in(llvm.parse_bitcode(part))
     defined = {f.name for f in ref.functions if not f.is_declaration}
     missing = [f.name for f in funcs if f.name not in defined]
     if missing:
         raise CodegenError(f"no part of the library defines {', '.join(missing)}")
-    object_code = bytes(llvm_target.target_machine(target).emit_object(ref))
-    engine = _link(object_code)
-    return CompiledLibrary(engine, object_code, manifest, str(ref), text, target)
+    return _library(ref, manifest, text, target)
 
 
 def undefined_symbols(object_code: bytes) -> list[str]:
