@@ -103,10 +103,11 @@ def build(
 
 def load(path: str | os.PathLike[str], num_threads: int | None = None) -> Any:
     """A compiled model saved with `.save(path)`, loaded without recompiling, for the target
-    stored in it (`num_threads` replaces the stored thread count)."""
-    from .backend.build.artifact import load_artifact
+    stored in it (`num_threads` replaces the stored thread count): a `CompiledModel`, or a
+    `VMModel` for a program with control flow."""
+    from .backend.build.vm_artifact import load_model
 
-    return load_artifact(path, num_threads=num_threads)
+    return load_model(path, num_threads=num_threads)
 
 
 def create_executor(

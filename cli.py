@@ -130,14 +130,17 @@ def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
     fill: dict[str, Any] = {"seed": args.seed, "strict": args.strict_inputs}
     fill["warn"] = _print_warning  # each parameter filled with random data: a warning
     if args.file.endswith(".relaymod"):
-        from .backend.build import load_artifact
+        from .backend.build.vm_artifact import load_model
 
         threads = threads_from_environment()
         if "-num-threads=" in args.target:
             threads = default_target(args.target).num_threads
         start = time.perf_counter()
-        model = load_artifact(args.file, num_threads=threads)
+        model = load_model(args.file, num_threads=threads)
         took = (time.perf_counter() - start) * 1e3
+        if getattr(model, "plan", None) is None:  # a VM model: inputs named by @main
+            loaded_inputs = complete_inputs(model.main, given, **fill)
+            return model, loaded_inputs, f"loaded {args.file} in {took:.1f} ms, run by the VM"
         loaded_inputs = random_inputs_for_slots(model, given, **fill)
         return model, loaded_inputs, f"loaded {args.file} in {took:.1f} ms"
     from .driver import build

@@ -262,12 +262,18 @@ def test_fmt_does_not_copy_the_prelude_into_the_program(tmp_path):
     assert out.startswith("out: 2")
 
 
-def test_build_of_a_program_with_control_flow_says_why_it_cannot_be_saved_yet(tmp_path):
+def test_build_of_a_program_with_control_flow_saves_a_vm_model_that_run_loads(tmp_path):
     root = Path(__file__).resolve().parents[1]
-    code, _, err = relay("build", root / "examples" / "lstm.relay", "-o", tmp_path / "x.relaymod")
-    assert code == 1
-    assert "saving a VM model" in err and "not supported yet" in err
-    assert "Traceback" not in err and not (tmp_path / "x.relaymod").exists()
+    artifact = tmp_path / "x.relaymod"
+    code, _, err = relay("build", root / "examples" / "lstm.relay", "-o", artifact)
+    assert code == 0, err
+    code, out, err = relay("run", artifact, "--output", tmp_path / "loaded.npz")
+    assert code == 0, err
+    assert "loaded" in out and "run by the VM" in out
+    code, _, err = relay("run", root / "examples" / "lstm.relay", "--output", tmp_path / "d.npz")
+    assert code == 0, err
+    with np.load(tmp_path / "loaded.npz") as a, np.load(tmp_path / "d.npz") as b:
+        np.testing.assert_array_equal(a["out"], b["out"])
 
 
 def test_build_with_bound_params_takes_only_the_remaining_inputs(tmp_path):

@@ -181,13 +181,16 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _read_members(path: str | os.PathLike[str]) -> dict[str, bytes]:
-    """The bytes of each member (a missing, truncated or unreadable file is refused; the
-    sizes the zip declares are checked against memory before anything is decompressed)."""
+def _read_members(
+    path: str | os.PathLike[str], members: tuple[str, ...] = MEMBERS
+) -> dict[str, bytes]:
+    """The bytes of each of `members` (a missing, truncated or unreadable file is refused;
+    the sizes the zip declares are checked against memory before anything is
+    decompressed)."""
     try:
         with zipfile.ZipFile(path) as z:
             infos = {}
-            for name in MEMBERS:
+            for name in members:
                 try:
                     infos[name] = z.getinfo(name)
                 except KeyError:

@@ -66,6 +66,7 @@ from ..runtime.vm.model import VMModel
 from ..target import Target
 from .compile_plan import compile_kernels, lower_kernel, name_kernels
 from .graph_plan import NotCompilable
+from .vm_artifact import interface_digest, save_vm_artifact
 
 _ATOMS = (Var, GlobalVar, Op, Constructor)
 """Nodes that are never computed into a register of their own by the scope analysis."""
@@ -767,8 +768,10 @@ def compile_vm(
     kernels = [k.fn for k in program.kernels]
     lowered = {k: kernel.lowered for k, kernel in enumerate(program.kernels) if kernel.lowered}
     digest = hashlib.sha256("\n".join(print_expr(fn) for fn in kernels).encode()).hexdigest()
+    interface = _interface_digest(lowered)
     params: list[np.ndarray] = []
-    infos, scheduled = name_kernels(kernels, lowered, f"{name}_{digest[:12]}", params)
+    prefix = f"{name}_{digest[:12]}_{interface}"
+    infos, scheduled = name_kernels(kernels, lowered, prefix, params)
     library = None
     if scheduled:
         library = compile_kernels(scheduled, None, name, target, seconds, dump)
@@ -787,7 +790,31 @@ def compile_vm(
     if dump is not None:
         dump["relay"] = module.astext()
         dump["vm"] = made.astext()
-    return VMModel(made, library, module["main"], target, reason, seconds)
+    return VMModel(
+        made,
+        library,
+        module["main"],
+        target,
+        reason,
+        seconds,
+        type_definitions=dict(module.type_definitions),
+        saver=save_vm_artifact,
+    )
+
+
+def _interface_digest(lowered: dict[int, LoweredKernel]) -> str:
+    """The digest of the native kernels' layouts that their symbols carry (what a saved
+    VM artifact's loader recomputes from the bytecode: `vm_artifact.interface_digest`)."""
+
+    def layouts(types: Any) -> tuple[Any, ...]:
+        return tuple((tuple(int(d) for d in t.shape), numpy_dtype(t.dtype)) for t in types)
+
+    order = sorted(lowered)
+    return interface_digest(
+        [layouts(lowered[k].param_types) for k in order],
+        [layouts(lowered[k].output_types) for k in order],
+        [tuple((np.shape(c), np.asarray(c).dtype) for c in lowered[k].constants) for k in order],
+    )
 
 
 __all__ = ["compile_vm"]

@@ -8,15 +8,17 @@ back arrays the caller owns. `stats` says which executor ran and what the last r
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from attrs import define, field, frozen
 
+from ....lang.adt import Constructor, TypeData
 from ....lang.diagnostics import Error
 from ....lang.expr import Function
 from ....lang.tuples import tuple_leaves
+from ....lang.types import GlobalTypeVar
 from ...target import Target
 from ..native import NativeLibrary
 from .bytecode import InvokeOp, VMProgram
@@ -44,7 +46,9 @@ class VMStats:
 class VMModel:
     """A module compiled to VM bytecode calling native kernels; `run(**inputs)` runs it.
 
-    `reason` says why the static (AOT) executor could not run the program."""
+    `reason` says why the static (AOT) executor could not run the program;
+    `type_definitions` are the module's ADTs (the constructors of `@main`'s ADT inputs);
+    `saver` writes the artifact `save` makes."""
 
     program: VMProgram
     library: NativeLibrary | None
@@ -52,6 +56,8 @@ class VMModel:
     target: Target
     reason: str = ""
     seconds: Mapping[str, float] = field(factory=dict)
+    type_definitions: Mapping[GlobalTypeVar, TypeData] = field(factory=dict)
+    saver: Callable[[VMModel, str | os.PathLike[str]], None] | None = None
     _executor: Executor = field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -113,12 +119,19 @@ class VMModel:
         dlpack.fill(buffers, tuple_leaves(result))
         return out
 
+    def constructor(self, name: str) -> Constructor:
+        """The constructor called `name` of the model's ADTs (to build ADT inputs)."""
+        for data in self.type_definitions.values():
+            found = data.constructor(name)
+            if found is not None:
+                return found
+        raise Error(f"the model has no constructor `{name}`")
+
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Not yet: a VM model cannot be saved (an `Error` saying so)."""
-        raise Error(
-            f"cannot save {os.fspath(path)}: saving a VM model (a program with control "
-            "flow, closures, ADTs or references) is not supported yet"
-        )
+        """Write the model to `path` (a VM artifact that `relay.load` reads back)."""
+        if self.saver is None:
+            raise Error(f"cannot save {os.fspath(path)}: this VM model has no artifact writer")
+        self.saver(self, path)
 
 
 def owned_result(result: Any, inputs: list[np.ndarray]) -> Any:

@@ -276,8 +276,11 @@ def @main(%x: Tensor[(3), float32], %c: bool) { if (%c) { (%x, %x * 2f) } else {
     out = (np.empty(3, "float32"), np.empty(3, "float32"))
     assert model.run(x, True, out=out) is out
     np.testing.assert_allclose(out[1], x * 2)
-    with pytest.raises(Error, match="not supported yet"):
-        model.save(tmp_path / "model.relaymod")
+    model.save(tmp_path / "model.relaymod")
+    again = relay.load(tmp_path / "model.relaymod")
+    for flag in (False, True):
+        for got, want in zip(again.run(x, flag), model.run(x, flag)):
+            np.testing.assert_array_equal(got, want)
 
 
 def test_non_contiguous_tensors_inside_and_outside_lists_are_read_correctly():
