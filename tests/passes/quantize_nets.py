@@ -82,3 +82,63 @@ def @main(%x: Tensor[({batch}, {k}), float32], %w1: Tensor[({h}, {k}), float32],
         "w2": rng.normal(0, np.sqrt(2 / h), (n, h)).astype(np.float32),
     }
     return relay.parse(text), params
+
+
+def residual_chain(
+    seed: int, blocks: int = 4, channels: int = 8, size: int = 8, classes: int = 10
+) -> tuple[relay.IRModule, dict]:
+    """ResNet's structure in small: conv-bn-relu stem, then `blocks` basic blocks
+    (conv-bn-relu-conv-bn, plus the block's input, relu), global pool, dense (logits).
+    Batch-norm statistics are random as `examples/make_weights.py` draws them, so they do
+    not normalize: activations grow block after block (far past `global_scale=8`), as in
+    the seed-0 ResNet-18. Returns the module and its params."""
+    rng = np.random.default_rng(seed)
+    c = channels
+
+    def bn_params(prefix: str) -> str:
+        return ", ".join(f"%{prefix}{r}: Tensor[({c}), float32]" for r in "gbmv")
+
+    def bn(x: str, prefix: str) -> str:
+        return f"nn.batch_norm({x}, %{prefix}g, %{prefix}b, %{prefix}m, %{prefix}v).0"
+
+    decls = [
+        f"%x: Tensor[(1, 3, {size}, {size}), float32]",
+        f"%w0: Tensor[({c}, 3, 3, 3), float32]",
+    ]
+    decls.append(bn_params("s"))
+    lines = [f"let %h0 = nn.relu({bn('nn.conv2d(%x, %w0, padding=[1, 1, 1, 1])', 's')});"]
+    for k in range(blocks):
+        decls.append(f"%w{k}a: Tensor[({c}, {c}, 3, 3), float32], {bn_params(f'a{k}')}")
+        decls.append(f"%w{k}b: Tensor[({c}, {c}, 3, 3), float32], {bn_params(f'b{k}')}")
+        lines.append(f"let %c{k} = nn.conv2d(%h{k}, %w{k}a, padding=[1, 1, 1, 1]);")
+        lines.append(f"let %r{k} = nn.relu({bn(f'%c{k}', f'a{k}')});")
+        lines.append(f"let %d{k} = nn.conv2d(%r{k}, %w{k}b, padding=[1, 1, 1, 1]);")
+        lines.append(f"let %h{k + 1} = nn.relu(add({bn(f'%d{k}', f'b{k}')}, %h{k}));")
+    decls.append(f"%wd: Tensor[({classes}, {c}), float32]")
+    lines.append(f"nn.dense(nn.batch_flatten(nn.global_avg_pool2d(%h{blocks})), %wd)")
+    text = (
+        '#[version = "0.0.5"]\ndef @main('
+        + ", ".join(decls)
+        + ") {\n  "
+        + "\n  ".join(lines)
+        + "\n}\n"
+    )
+
+    def he(*shape: int) -> np.ndarray:
+        fan_in = int(np.prod(shape[1:]))
+        return rng.normal(0, np.sqrt(2.0 / fan_in), shape).astype(np.float32)
+
+    def bn_values(prefix: str) -> dict[str, np.ndarray]:
+        return {
+            f"{prefix}g": rng.uniform(0.8, 1.2, c).astype(np.float32),
+            f"{prefix}b": rng.normal(0, 0.05, c).astype(np.float32),
+            f"{prefix}m": rng.normal(0, 0.05, c).astype(np.float32),
+            f"{prefix}v": rng.uniform(0.5, 1.5, c).astype(np.float32),
+        }
+
+    params = {"w0": he(c, 3, 3, 3), **bn_values("s")}
+    for k in range(blocks):
+        params.update({f"w{k}a": he(c, c, 3, 3), **bn_values(f"a{k}")})
+        params.update({f"w{k}b": he(c, c, 3, 3), **bn_values(f"b{k}")})
+    params["wd"] = he(classes, c)
+    return relay.parse(text), params
