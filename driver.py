@@ -128,29 +128,7 @@ class InterpretedModel:
             for v in tuple_leaves(value)
             if isinstance(v, np.ndarray)
         ]
-        result = _owned_result(result, given)
-        if out is None:
-            return result
-        buffers = dlpack.out_buffers(out, result)
-        dlpack.fill(buffers, tuple_leaves(result))
-        return out
-
-
-def _owned_result(result: Any, inputs: list[np.ndarray]) -> Any:
-    """`result` with each tensor at the top or in (nested) tuples copied when it is
-    read-only (a constant) or may share memory with an input or an earlier tensor of the
-    result, so that the caller owns every array it gets."""
-    kept: list[np.ndarray] = []
-
-    def owned(array: np.ndarray) -> np.ndarray:
-        if not array.flags.writeable or any(
-            np.may_share_memory(array, other) for other in (*inputs, *kept)
-        ):
-            array = array.copy()
-        kept.append(array)
-        return array
-
-    return dlpack.map_leaves(result, lambda v: owned(v) if isinstance(v, np.ndarray) else v)
+        return dlpack.deliver(dlpack.owned_result(result, given), out)
 
 
 def inline_into_main(mod: IRModule) -> IRModule:

@@ -22,6 +22,7 @@ from attrs import frozen
 
 from ...lang.diagnostics import InputError
 from ...lang.dtype import dtype_of_array
+from ...lang.tuples import tuple_leaves
 
 DLPACK_CPU = 1
 """`kDLCPU`, the device type of memory this process can read directly."""
@@ -177,6 +178,33 @@ def fill(buffers: list[np.ndarray], values: list[Any]) -> None:
     """Copy each value into its buffer (overlapping memory is handled by numpy)."""
     for buffer, value in zip(buffers, values):
         np.copyto(buffer, value, casting="no")
+
+
+def owned_result(result: Any, inputs: list[np.ndarray]) -> Any:
+    """`result` with each tensor at the top or in (nested) tuples copied when it is
+    read-only (a constant) or may share memory with an input or an earlier tensor of the
+    result, so that the caller owns every array it gets."""
+    kept: list[np.ndarray] = []
+
+    def owned(array: np.ndarray) -> np.ndarray:
+        if not array.flags.writeable or any(
+            np.may_share_memory(array, other) for other in (*inputs, *kept)
+        ):
+            array = array.copy()
+        kept.append(array)
+        return array
+
+    return map_leaves(result, lambda v: owned(v) if isinstance(v, np.ndarray) else v)
+
+
+def deliver(result: Any, out: Any) -> Any:
+    """`result` itself when `out` is None, else `out` (buffers shaped like the result,
+    checked against it) filled with it: the end of a `run(..., out=...)`."""
+    if out is None:
+        return result
+    buffers = out_buffers(out, result)
+    fill(buffers, tuple_leaves(result))
+    return out
 
 
 def _kind(value: Any) -> str:

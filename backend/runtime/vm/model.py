@@ -112,12 +112,7 @@ class VMModel:
         values = bind_inputs(self.main, args, inputs, "@main")
         result = self._executor.run(values)
         given = [v for value in values for v in tuple_leaves(value) if isinstance(v, np.ndarray)]
-        result = owned_result(result, given)
-        if out is None:
-            return result
-        buffers = dlpack.out_buffers(out, result)
-        dlpack.fill(buffers, tuple_leaves(result))
-        return out
+        return dlpack.deliver(dlpack.owned_result(result, given), out)
 
     def constructor(self, name: str) -> Constructor:
         """The constructor called `name` of the model's ADTs (to build ADT inputs)."""
@@ -134,23 +129,4 @@ class VMModel:
         self.saver(self, path)
 
 
-def owned_result(result: Any, inputs: list[np.ndarray]) -> Any:
-    """`result` with each tensor at the top or in (nested) tuples copied when it is
-    read-only (a constant) or may share memory with an input or an earlier tensor of the
-    result, so that the caller owns every array it gets."""
-    from .. import dlpack
-
-    kept: list[np.ndarray] = []
-
-    def owned(array: np.ndarray) -> np.ndarray:
-        if not array.flags.writeable or any(
-            np.may_share_memory(array, other) for other in (*inputs, *kept)
-        ):
-            array = array.copy()
-        kept.append(array)
-        return array
-
-    return dlpack.map_leaves(result, lambda v: owned(v) if isinstance(v, np.ndarray) else v)
-
-
-__all__ = ["VMModel", "VMStats", "owned_result"]
+__all__ = ["VMModel", "VMStats"]
