@@ -161,6 +161,27 @@ def scope_operands(node: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+def post_order_by(root: Expr, children_of: Callable[[Expr], Sequence[Expr]]) -> list[Expr]:
+    """The nodes reachable from `root` through `children_of`, each once, children before
+    parents (a node is placed when its last child is done; iteratively). Plans use it with
+    their own notion of children: `() if isinstance(node, Function) else children(node)`
+    keeps out of function bodies."""
+    order: list[Expr] = []
+    done: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in done:
+            continue
+        if expanded:
+            done.add(id(node))
+            order.append(node)
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in reversed(children_of(node)) if id(c) not in done)
+    return order
+
+
 def post_order(root: Expr) -> Iterator[Expr]:
     """Every node reachable from `root`, children before parents, each exactly once."""
     # the hottest loop of the project: locals for the lookups, leaves yielded at once

@@ -65,22 +65,9 @@ def _rebuild_tree(ty: Type, flat: list[int]) -> OutputTree:
 
 def _dataflow_post_order(root: Expr) -> list[Expr]:
     """The nodes of `root` in post-order, each once, without entering function bodies."""
-    from ...lang.traversal import children
+    from ...lang.traversal import children, post_order_by
 
-    order: list[Expr] = []
-    done: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in done:
-            continue
-        if expanded or isinstance(node, Function):
-            done.add(id(node))
-            order.append(node)
-            continue
-        stack.append((node, True))
-        stack.extend((c, False) for c in reversed(children(node)) if id(c) not in done)
-    return order
+    return post_order_by(root, lambda node: () if isinstance(node, Function) else children(node))
 
 
 def plan_graph(main: Function, types: ModuleTypes) -> GraphPlan:

@@ -57,6 +57,7 @@ from ...lang.op import Op
 from ...lang.printer import print_expr
 from ...lang.structural import structural_equal, structural_hash
 from ...lang.trampoline import run
+from ...lang.traversal import post_order_by
 from ...lang.types import TensorType, TupleType, Type
 from ...typecheck.result import ModuleTypes
 from ..codegen import threadpool
@@ -165,20 +166,7 @@ class _ScopeAnalysis:
 
 def _post_order(root: Expr) -> list[Expr]:
     """The nodes `_scoped_children` reaches from `root`, each once, children first."""
-    order: list[Expr] = []
-    done: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in done:
-            continue
-        if expanded:
-            done.add(id(node))
-            order.append(node)
-            continue
-        stack.append((node, True))
-        stack.extend((c, False) for c, _ in reversed(_scoped_children(node)) if id(c) not in done)
-    return order
+    return post_order_by(root, lambda node: [c for c, _ in _scoped_children(node)])
 
 
 def _leaf_types(ty: Type) -> list[Type]:

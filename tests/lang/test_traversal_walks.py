@@ -161,3 +161,28 @@ def test_mutator_rewrite_node_sees_the_original_and_can_drop_a_let():
     out = InlineY().visit(let)
     assert structural_equal(out, Call(MUL, [value, value]))
     assert out.args[0] is value
+
+
+def test_post_order_by_follows_the_given_children_once_each_children_first():
+    from relay.lang.expr import Call, Var
+    from relay.lang.op import get_op
+    from relay.lang.traversal import children, post_order_by
+
+    add = get_op("add")
+    x = Var("x")
+    shared = Call(add, [x, x])
+    left, right = Call(add, [shared, x]), Call(add, [x, shared])
+    root = Call(add, [left, right])
+    order = post_order_by(root, children)
+    assert len(order) == len({id(n) for n in order}) == 6  # the op, x, shared, left, right, root
+    position = {id(n): k for k, n in enumerate(order)}
+    for node in order:
+        assert all(position[id(c)] < position[id(node)] for c in children(node))
+    # a custom notion of children: nothing below `left`, so `shared` is reached from `right`
+    custom = post_order_by(root, lambda n: () if n is left else children(n))
+    assert custom[-1] is root and custom.index(left) < custom.index(shared)
+    assert custom.index(shared) < custom.index(right)
+    deep = x
+    for _ in range(100_000):
+        deep = Call(add, [deep, x])
+    assert len(post_order_by(deep, children)) == 100_002  # the calls, x and the op
