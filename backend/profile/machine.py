@@ -26,6 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from ..codegen import probe
 from ..target import host_info
 from .data import MachinePeak
@@ -86,15 +88,19 @@ def measure(threads: int) -> MachinePeak:
 def machine_peak(threads: int, refresh: bool = False) -> MachinePeak:
     """This machine's peaks for `threads` threads: cached figures when the cache has them
     (`source` is the cache file), else measured now (`source` is `measured`) and cached.
-    `refresh` measures again and replaces the cached figures."""
+    `refresh` measures again; each cached figure is then the best of the old and the new
+    one, since a peak is the most the machine has shown (a probe taken while other
+    processes load the cores reads low and must not lower it)."""
     path = cache_dir() / CACHE_FILE
     key = cache_key(threads)
     entries = _read_entries(path)
-    if not refresh:
-        cached = _peak_from(entries.get(key), threads)
-        if cached is not None:
-            return MachinePeak(**{**cached, "source": str(path)})
+    cached = _peak_from(entries.get(key), threads)
+    if not refresh and cached is not None:
+        return MachinePeak(**{**cached, "source": str(path)})
     peak = measure(threads)
+    if cached is not None:
+        best = {name: max(getattr(peak, name), cached[name]) for name in _FIGURES}
+        peak = attrs.evolve(peak, **best)
     entries[key] = {name: getattr(peak, name) for name in (*_FIGURES, "threads", "cpu")}
     _write_entries(path, entries)
     return peak

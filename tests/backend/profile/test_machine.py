@@ -175,3 +175,14 @@ def test_real_probe_is_measured_then_cached(monkeypatch, tmp_path):
 def test_bad_thread_count_is_an_error(fake):
     with pytest.raises(ValueError, match="at least 1"):
         machine.machine_peak(0)
+
+
+def test_a_refresh_that_reads_lower_keeps_the_best_figures(fake, monkeypatch):
+    best = machine.machine_peak(2)
+    monkeypatch.setattr(probe, "measure_fp32_peak", lambda threads: 1.0)  # a loaded machine
+    monkeypatch.setattr(probe, "measure_bandwidth", lambda threads: 100.0)
+    again = machine.machine_peak(2, refresh=True)
+    assert again.fp32_gflops == best.fp32_gflops
+    assert again.fp32_gflops_1thread == best.fp32_gflops_1thread
+    assert again.bandwidth_gbs == 100.0  # higher than before: taken
+    assert figures(machine.machine_peak(2)) == figures(again)
