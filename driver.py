@@ -112,15 +112,7 @@ class InterpretedModel:
         input."""
         from .backend.runtime import interpret
 
-        names = self.input_names
-        if out is not None and "out" in names:
-            inputs = {**inputs, "out": out}
-            out = None
-        args = tuple(
-            dlpack.import_value(a, f"argument `{names[k]}`" if k < len(names) else "argument")
-            for k, a in enumerate(args)
-        )
-        inputs = {k: dlpack.import_value(v, f"argument `{k}`") for k, v in inputs.items()}
+        args, inputs, out = dlpack.import_arguments(self.input_names, args, inputs, out)
         result = interpret(self.module, *args, **inputs)
         given = [
             v

@@ -39,6 +39,7 @@ from ..lang.expr import (
 )
 from ..lang.module import IRModule
 from ..lang.op import Op
+from ..lang.scopes import ScopeTree
 from ..lang.trampoline import run
 from ..lang.traversal import children, post_order, with_children
 from .context import PassContext
@@ -48,30 +49,8 @@ ATOMS = (Var, GlobalVar, Constant, Op, Constructor)
 """The node classes that A-normal form allows as operands."""
 
 
-class _Scopes:
-    """A tree of scopes: each scope is an int; 0 is the function body."""
-
-    def __init__(self) -> None:
-        self.parent: list[int] = [-1]
-        self.depth: list[int] = [0]
-
-    def new(self, parent: int) -> int:
-        self.parent.append(parent)
-        self.depth.append(self.depth[parent] + 1)
-        return len(self.parent) - 1
-
-    def lca(self, a: int, b: int) -> int:
-        while self.depth[a] > self.depth[b]:
-            a = self.parent[a]
-        while self.depth[b] > self.depth[a]:
-            b = self.parent[b]
-        while a != b:
-            a, b = self.parent[a], self.parent[b]
-        return a
-
-
 def _child_scopes(
-    node: Expr, scope: int, scopes: _Scopes, inner: dict[tuple[int, int], int]
+    node: Expr, scope: int, scopes: ScopeTree, inner: dict[tuple[int, int], int]
 ) -> list[int]:
     """The scope each child of `node` (in `children` order) is evaluated in."""
     kids = children(node)
@@ -109,7 +88,7 @@ class _Converter:
     """
 
     def __init__(self, body: Expr) -> None:
-        self.scopes = _Scopes()
+        self.scopes = ScopeTree()
         self.inner: dict[tuple[int, int], int] = {}
         self.scope_of: dict[int, int] = {id(body): 0}
         self.uses: dict[int, int] = {}

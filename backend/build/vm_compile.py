@@ -55,6 +55,7 @@ from ...lang.freevars import free_vars
 from ...lang.module import IRModule
 from ...lang.op import Op
 from ...lang.printer import print_expr
+from ...lang.scopes import ScopeTree
 from ...lang.structural import structural_equal, structural_hash
 from ...lang.trampoline import run
 from ...lang.traversal import post_order_by
@@ -128,8 +129,7 @@ class _ScopeAnalysis:
     """For each node of a body: the innermost scope holding all its uses, and its uses."""
 
     def __init__(self, body: Expr) -> None:
-        self.parent: list[int] = [-1]
-        self.depth: list[int] = [0]
+        self.tree = ScopeTree()
         self.inner: dict[tuple[int, int], int] = {}
         self.scope_of: dict[int, int] = {id(body): 0}
         self.uses: dict[int, int] = {}
@@ -143,25 +143,14 @@ class _ScopeAnalysis:
                     continue
                 self.uses[id(child)] = self.uses.get(id(child), 0) + 1
                 old = self.scope_of.get(id(child))
-                self.scope_of[id(child)] = s if old is None else self._lca(old, s)
+                self.scope_of[id(child)] = s if old is None else self.tree.lca(old, s)
 
     def _inner(self, node: Expr, k: int, parent: int) -> int:
         key = (id(node), k)
         scope = self.inner.get(key)
         if scope is None:
-            self.parent.append(parent)
-            self.depth.append(self.depth[parent] + 1)
-            scope = self.inner[key] = len(self.parent) - 1
+            scope = self.inner[key] = self.tree.new(parent)
         return scope
-
-    def _lca(self, a: int, b: int) -> int:
-        while self.depth[a] > self.depth[b]:
-            a = self.parent[a]
-        while self.depth[b] > self.depth[a]:
-            b = self.parent[b]
-        while a != b:
-            a, b = self.parent[a], self.parent[b]
-        return a
 
 
 def _post_order(root: Expr) -> list[Expr]:

@@ -180,6 +180,24 @@ def fill(buffers: list[np.ndarray], values: list[Any]) -> None:
         np.copyto(buffer, value, casting="no")
 
 
+def import_arguments(
+    names: tuple[str, ...], args: tuple[Any, ...], inputs: dict[str, Any], out: Any
+) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+    """A run's positional and named arguments with every foreign tensor imported
+    (`import_value`, named after the parameter it is for), and its `out` buffers; when
+    the program has a parameter named `out`, `out=` is that input (and there are no
+    buffers)."""
+    if out is not None and "out" in names:
+        inputs = {**inputs, "out": out}
+        out = None
+    imported = tuple(
+        import_value(a, f"argument `{names[k]}`" if k < len(names) else "argument")
+        for k, a in enumerate(args)
+    )
+    named = {k: import_value(v, f"argument `{k}`") for k, v in inputs.items()}
+    return imported, named, out
+
+
 def owned_result(result: Any, inputs: list[np.ndarray]) -> Any:
     """`result` with each tensor at the top or in (nested) tuples copied when it is
     read-only (a constant) or may share memory with an input or an earlier tensor of the

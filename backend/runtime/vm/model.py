@@ -100,15 +100,7 @@ class VMModel:
         from .. import dlpack
         from ..inputs import bind_inputs
 
-        names = self.input_names
-        if out is not None and "out" in names:
-            inputs = {**inputs, "out": out}
-            out = None
-        args = tuple(
-            dlpack.import_value(a, f"argument `{names[k]}`" if k < len(names) else "argument")
-            for k, a in enumerate(args)
-        )
-        inputs = {k: dlpack.import_value(v, f"argument `{k}`") for k, v in inputs.items()}
+        args, inputs, out = dlpack.import_arguments(self.input_names, args, inputs, out)
         values = bind_inputs(self.main, args, inputs, "@main")
         result = self._executor.run(values)
         given = [v for value in values for v in tuple_leaves(value) if isinstance(v, np.ndarray)]
