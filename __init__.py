@@ -90,15 +90,24 @@ def build(
     opt_level: int | None = None,
     params: Any | None = None,
     passes: Any | None = None,
+    partial_evaluate: bool | None = None,
 ) -> Any:
     """Compile `mod`'s `@main` for `target` (a `Target`, or a string such as
     `"llvm -mcpu=znver4 -num-threads=2"` or `"interp"`; default `llvm` for this machine),
     under the current `PassContext` (`opt_level` overrides its opt level), with `params`
     (name → array) bound as constants and `passes` added to the pipeline at named points
-    (`[("after:fold-constant", my_pass)]`); see `relay.driver.build`."""
+    (`[("after:fold-constant", my_pass)]`), after `partial-evaluate` when
+    `partial_evaluate=True`; see `relay.driver.build`."""
     from .driver import build as _build
 
-    return _build(mod, target=target, opt_level=opt_level, params=params, passes=passes)
+    return _build(
+        mod,
+        target=target,
+        opt_level=opt_level,
+        params=params,
+        passes=passes,
+        partial_evaluate=partial_evaluate,
+    )
 
 
 def load(path: str | os.PathLike[str], num_threads: int | None = None) -> Any:

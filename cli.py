@@ -160,7 +160,9 @@ def _load_runnable(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
     if target.kind == "interp":
         how = "target interp"
     elif getattr(stats, "executor", None) == "vm":
-        how = f"target {target}, compiled in {took:.2f} s, run by the VM (control flow)"
+        dynamic = "dynamic shape" in getattr(built, "reason", "")
+        why = "dynamic shapes" if dynamic else "control flow"
+        how = f"target {target}, compiled in {took:.2f} s, run by the VM ({why})"
     elif built.native:
         how = f"target {target}, compiled in {took:.2f} s"
     else:
@@ -274,7 +276,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .runio import load_inputs
 
     params = load_inputs(args.params) if args.params else None
-    dump: dict[str, Any] = {}
+    # recording the stages' text compiles in this process: only when --dump asks for it
+    dump: dict[str, Any] | None = {} if args.dump else None
     start = time.perf_counter()
     model = build(module, target=target, opt_level=args.opt_level, params=params, dump=dump)
     took = time.perf_counter() - start
@@ -288,8 +291,17 @@ def cmd_build(args: argparse.Namespace) -> int:
         f"workspace {stats.workspace_bytes / 1e6:.2f} MB ({stats.saved_bytes / 1e6:.2f} MB saved "
         f"by memory planning), compiled in {took:.2f} s"
     )
+    if args.verbose:
+        print(f"target: {model.target}")
+        for kernel in getattr(model, "kernels", ()):
+            if kernel.cost is not None:
+                print(f"  {kernel.cost.name}: {kernel.cost.describe_parallel()}")
+    if args.timings:
+        from .driver import stage_report
+
+        print(stage_report(stats.seconds, took))
     for stage in args.dump or []:
-        text = dump.get(stage)
+        text = dump.get(stage) if dump is not None else None
         if text is None:
             raise Error(f"--dump {stage}: nothing was recorded for this stage")
         path = f"{output}.{stage}.txt"
@@ -669,6 +681,14 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--dump", action="append", choices=DUMP_STAGES, metavar="STAGE",
         help="also write what a stage produced (relay, te, tir, llvm, asm) beside the artifact",
+    )  # fmt: skip
+    build.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="print the target and each kernel's parallel plan (tasks, threads)",
+    )  # fmt: skip
+    build.add_argument(
+        "--timings", action="store_true",
+        help="print the seconds of each compilation stage (passes, lowering, loop IR, LLVM)",
     )  # fmt: skip
     build.add_argument("--strict", action="store_true", help=STRICT_HELP)
     build.set_defaults(run=cmd_build)

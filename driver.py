@@ -13,14 +13,15 @@
    for the target by `backend.build` (`CompiledModel`, one native entry call). A program
    with control flow, closures, ADTs or references is compiled to VM bytecode calling the
    same native kernels (`VMModel`, `backend.build.vm_compile`; its `reason` says why the
-   static executor could not run it). What the VM refuses too (a dynamic shape), and an
-   `interp` target, get an `InterpretedModel` with the same `run` API, which says why in
-   `reason`.
+   static executor could not run it); so is a `@main` with `?` or symbolic dimensions,
+   whose kernels take their extents at run time. What the VM refuses too, and an `interp`
+   target, get an `InterpretedModel` with the same `run` API, which says why in `reason`.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -167,6 +168,7 @@ def optimize(
     opt_level: int | None = 3,
     passes: ExtraPasses | None = None,
     vector_lanes: int | None = None,
+    partial_evaluate: bool | None = None,
 ) -> OptimizedModule:
     """`mod` after inlining into `@main` and the standard pipeline of `opt_level` (None: the
     enclosing `PassContext`'s, see `build_context`), with its types from the pipeline's
@@ -176,10 +178,15 @@ def optimize(
     points are `start`, `end`, `before:NAME` and `after:NAME` (`passes.insert_passes`).
     `vector_lanes` (the target's fp32 lanes; `build` passes them) is the channel block of
     `alter-op-layout` at opt level 3; without it the pass packs by 8 (AVX2's lanes), and a
-    `PassContext` config such as `{"alter-op-layout": {"block": 16}}` overrides both."""
+    `PassContext` config such as `{"alter-op-layout": {"block": 16}}` overrides both.
+    `partial_evaluate` runs `partial-evaluate` first (see `build`)."""
     from .passes import insert_passes, standard_pipeline
+    from .passes.partial_eval.in_build import wants_partial_evaluation, with_partial_evaluation
 
-    with with_vector_lanes(build_context(opt_level), vector_lanes) as ctx:
+    context = with_vector_lanes(build_context(opt_level), vector_lanes)
+    if wants_partial_evaluation(context, partial_evaluate):
+        context, passes = with_partial_evaluation(context, passes)
+    with context as ctx:
         pipeline = insert_passes(standard_pipeline(ctx.opt_level), passes)
         inlined = inline_into_main(mod)
         optimized = pipeline(inlined, ctx)
@@ -214,6 +221,77 @@ def bind_params(mod: IRModule, params: Mapping[str, np.ndarray]) -> IRModule:
     return mod.with_function("main", bound)
 
 
+STAGES = (
+    ("check", "type check and bind the parameters"),
+    ("optimize", "the pass pipeline (`relay opt --timing` times each pass)"),
+    ("plan", "the graph plan"),
+    ("lower", "lowering and scheduling each kernel (TE)"),
+    ("fold", "computing the kernels' weight-only stages"),
+    ("tir", "the loop-IR passes"),
+    ("tir+opt", "in the compile workers (wall): loop-IR passes, LLVM IR, LLVM optimization"),
+    ("workers.tir", "  loop-IR passes (CPU seconds summed over the workers)"),
+    ("workers.llvm-ir", "  building and parsing LLVM IR (CPU, summed)"),
+    ("workers.llvm-opt", "  the LLVM O3 pipeline (CPU, summed)"),
+    ("llvm-ir", "building and parsing LLVM IR"),
+    ("llvm-opt", "the LLVM O3 pipeline"),
+    ("link", "linking the workers' parts with the entry function"),
+    ("machine-code", "LLVM code generation (one object file)"),
+    ("load", "loading the object code"),
+)
+"""The stages a compiled model's `stats.seconds` may hold, in build order, described."""
+
+_TOTALS = frozenset(["codegen", "tir+codegen"])
+"""Keys of `stats.seconds` that sum other stages (left out of the report's rows)."""
+
+
+def stage_report(seconds: Mapping[str, float], total: float | None = None) -> str:
+    """A table of a build's `stats.seconds`: one row per stage in build order (stages
+    inside the compile workers indented, not counted in the total), then the total (the
+    build's wall time when given)."""
+    described = dict(STAGES)
+    rows = [k for k, _ in STAGES if k in seconds]
+    rows += [k for k in seconds if k not in described and k not in _TOTALS]
+    width = max([len("stage"), *(len(k) for k in rows)])
+    lines = [f"{'stage':<{width}}  {'seconds':>8}  what"]
+    for key in rows:
+        lines.append(f"{key:<{width}}  {seconds[key]:8.3f}  {described.get(key, '')}")
+    counted = sum(v for k, v in seconds.items() if k not in _TOTALS and "." not in k)
+    lines.append(f"{'total':<{width}}  {(total if total is not None else counted):8.3f}")
+    return "\n".join(lines)
+
+
+PRESTART_MIN_HEAVY_CALLS = 10
+"""Convolution, dense and batch-matmul calls from which a build starts its compile workers
+before optimizing (their start-up then overlaps the passes): ResNet-18 has 19, MobileNet-v2
+38, the transformer layer 5, an MLP 3."""
+
+_HEAVY_PREFIXES = ("nn.conv", "nn.contrib_conv", "nn.dense", "nn.contrib_dense", "nn.batch_matmul")
+
+
+def heavy_calls(mod: IRModule) -> int:
+    """How many convolution, dense and batch-matmul calls the functions of `mod` hold."""
+    from .lang.expr import Call
+    from .lang.op import Op
+    from .lang.traversal import post_order
+
+    count = 0
+    for fn in mod.functions.values():
+        for node in post_order(fn.body):
+            if isinstance(node, Call) and isinstance(node.op, Op):
+                count += node.op.name.startswith(_HEAVY_PREFIXES)
+    return count
+
+
+def _start_compile_workers(mod: IRModule, dump: dict[str, Any] | None) -> None:
+    """Start the compile workers now when `mod` looks big enough to compile in them (see
+    `PRESTART_MIN_HEAVY_CALLS`), unless the stages are dumped or a compile cache is set."""
+    from .backend.codegen.cache import cache_dir
+    from .backend.codegen.compile_jobs import start_workers
+
+    if dump is None and cache_dir() is None and heavy_calls(mod) >= PRESTART_MIN_HEAVY_CALLS:
+        start_workers()
+
+
 def build(
     mod: IRModule,
     target: str | Target | None = None,
@@ -221,6 +299,7 @@ def build(
     params: Mapping[str, np.ndarray] | None = None,
     dump: dict[str, Any] | None = None,
     passes: ExtraPasses | None = None,
+    partial_evaluate: bool | None = None,
 ) -> CompiledModel | VMModel | InterpretedModel:
     """Compile `mod`'s `@main` for `target`: a `Target` or a target string (`llvm` — native
     code for this CPU, with options such as `-mcpu=`, `-mattr=`, `-num-threads=` — or
@@ -231,9 +310,17 @@ def build(
     scale folding into convolution weights) and the compiled model takes the remaining
     inputs. Returns an object with `.run(**inputs)`; a compiled model also has `.save(path)`
     and `.target`. `dump`, when given, receives the text of each stage. `passes` adds user
-    passes at named points of the pipeline (see `optimize`)."""
+    passes at named points of the pipeline (see `optimize`). `partial_evaluate=True` (or
+    `partial-evaluate` in the context's `required_pass`; None: as the context says) runs
+    the partial evaluator first: a `@main` whose recursion runs over a list or tree built
+    in it from its parameters comes out first-order and builds to the static executor
+    instead of the VM; what stays dynamic still goes to the VM (the docstring of
+    `passes/partial_eval/in_build.py` says why it is opt-in). A compiled model's
+    `stats.seconds` gives the seconds of each stage, `check` and `optimize` included."""
     from .typecheck import check_module
 
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
     resolved = resolve_target(target)
     if "main" not in mod:
         raise Error("the module has no @main function to build")
@@ -242,7 +329,12 @@ def build(
         mod = bind_params(mod, params)
     if resolved.kind == "interp":
         return InterpretedModel(mod, "target interp")
-    optimized = optimize(mod, opt_level, passes, resolved.lanes("float32"))
+    seconds["check"] = time.perf_counter() - start
+    _start_compile_workers(mod, dump)
+    start = time.perf_counter()
+    optimized = optimize(mod, opt_level, passes, resolved.lanes("float32"), partial_evaluate)
+    seconds["optimize"] = time.perf_counter() - start
+    start = time.perf_counter()
     try:
         plan = plan_graph(optimized.module["main"], optimized.types)
     except NotCompilable as exc:
@@ -252,6 +344,7 @@ def build(
             return compile_vm(optimized.module, optimized.types, resolved, exc.message, dump=dump)
         except NotCompilable as refused:
             return InterpretedModel(mod, f"{exc.message}; the VM cannot run it: {refused.message}")
+    seconds["plan"] = time.perf_counter() - start
     if dump is not None:
         dump["relay"] = optimized.module.astext()
-    return compile_plan(plan, resolved, dump=dump, types=optimized.types)
+    return compile_plan(plan, resolved, dump=dump, types=optimized.types, seconds=seconds)

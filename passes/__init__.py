@@ -40,6 +40,7 @@ from .instruments import (
     well_formed_problems,
 )
 from .lambda_lift import lambda_lift_pass
+from .merge_dense import MergeDenseOptions, merge_dense_pass
 from .partial_eval import PartialEvalOptions, partial_evaluate_pass
 from .pass_base import (
     NORMAL_FORMS,
@@ -88,6 +89,7 @@ __all__ = [
     "ExtraPasses",
     "FoldConstantOptions",
     "FuseOptions",
+    "MergeDenseOptions",
     "NoOptions",
     "PartialEvalOptions",
     "Pass",
@@ -121,6 +123,7 @@ __all__ = [
     "insertion_points",
     "kebab_case",
     "lambda_lift_pass",
+    "merge_dense_pass",
     "module_pass",
     "normal_form_problem",
     "parse_pipeline",

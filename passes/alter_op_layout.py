@@ -25,8 +25,9 @@ pairs cancelled, constant weights packed here at compile time. What stayed unpac
 lack of a layout rule is logged (logger `relay.passes.alter_op_layout`, level INFO;
 `relay opt --debug` prints it).
 
-Dense layers are left alone: the dense schedule already packs a constant weight at build
-time (`nn.contrib_dense_pack` has not been measured against it).
+Dense layers with a constant weight and more rows than the GEMV form takes become
+`nn.contrib_dense_pack` on the weight packed `NC{b}n` by the dense micro-kernel's column
+block, at compile time (passes/dense_pack.py).
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ from collections.abc import Callable
 
 from attrs import field, frozen
 
-from ..lang.expr import Call, Expr, Function
+from ..lang.expr import Call, Constant, Expr, Function
 from ..lang.module import IRModule
 from ..lang.op import Op, get_op
 from ..lang.traversal import post_order
 from ..lang.types import TensorType, Type
 from .context import PassContext
 from .convert_layout import LayoutReport, convert_function
+from .dense_pack import dense_layouts, packed_dense
 from .layout_rules import packed_convolution
 from .pass_base import PassError, function_pass
 
@@ -52,6 +54,7 @@ DEFAULT_BLOCK = 8
 """The channel block without a target (AVX2's fp32 lanes)."""
 
 _CONV2D = get_op("nn.conv2d")
+_DENSE = get_op("nn.dense")
 
 
 def _check_block(instance: object, attribute: object, value: int) -> None:
@@ -104,18 +107,28 @@ def conv2d_layouts(call: Call, type_of: Callable[[Expr], Type], block: int) -> t
     return ()
 
 
+def _may_alter(node: Expr) -> bool:
+    """Whether `node` is a call this pass may rewrite: a conv2d, or a dense whose weight is
+    a constant (the only ones passes/dense_pack.py packs)."""
+    if not isinstance(node, Call):
+        return False
+    return node.op is _CONV2D or (node.op is _DENSE and isinstance(node.args[1], Constant))
+
+
 def alter_op_layout_function(
     fn: Function, mod: IRModule | None, block: int
 ) -> tuple[Function, LayoutReport]:
     """`fn` with its convolutions packed by `block` (module docstring), and what stayed
     unpacked for lack of a layout rule."""
-    if block <= 0 or not any(isinstance(n, Call) and n.op is _CONV2D for n in post_order(fn)):
+    if block <= 0 or not any(_may_alter(n) for n in post_order(fn)):
         return fn, LayoutReport()
 
     def desire(call: Call, type_of: Callable[[Expr], Type]) -> tuple[str, ...]:
+        if call.op is _DENSE:
+            return dense_layouts(call, type_of, block)
         return conv2d_layouts(call, type_of, block)
 
-    rules: dict[Op, Callable] = {_CONV2D: packed_convolution}
+    rules: dict[Op, Callable] = {_CONV2D: packed_convolution, _DENSE: packed_dense}
     return convert_function(fn, mod, desire, rules)
 
 

@@ -12,6 +12,10 @@ over the post-dominator tree in three phases:
 * phase 2: injective ops fuse into an intermediate tuple already fused into an injective
   op (the concatenate of inception blocks).
 
+Beyond TVM: in phase 0 the `layout_transform` packing the data of an
+`nn.contrib_conv2d_NCHWc` (its one use) joins the convolution's group
+(`PACKED_DATA_CONVS`), where the schedule reads it into the padded input.
+
 Reductions never fuse forward; no group holds two ops above broadcast; a group holds at
 most `max_depth` nodes; with `opt_level=0` every op is its own group. Scalar constants
 are inlined in the groups, other constants become parameters.
@@ -60,6 +64,9 @@ from .pass_base import module_pass
 
 MAX_FUSE_DEPTH = 256
 """TVM's default `kMaxFusedOps` (`relay.FuseOps.max_depth`)."""
+
+PACKED_DATA_CONVS = frozenset({"nn.contrib_conv2d_NCHWc"})
+"""Convolutions that take the `layout_transform` packing their data into their kernel."""
 
 _Cond = Callable[[OpPattern, bool], bool]
 
@@ -156,6 +163,26 @@ class Partitioner:
             parent.anchor = child.anchor
             parent.pattern = max(child.pattern, parent.pattern)
 
+    def _packs_conv_data(self, nid: int, dom: int) -> bool:
+        """Whether node `nid` is a `layout_transform` whose one consumer is the data operand
+        of `dom`, a channel-blocked convolution: the packing then joins the convolution's
+        kernel, where it becomes the read of the padded input (one pass over the data
+        instead of a packing kernel and a padding copy). Weights are never packed this way
+        (a weight read through a transposed index in every call)."""
+        node, sink = self.graph.nodes[nid], self.graph.nodes[dom]
+        if [o for o, _ in node.outputs] != [dom] or node.extern_ref:
+            return False
+        call, conv = node.expr, sink.expr
+        return (
+            isinstance(call, Call)
+            and isinstance(call.op, Op)
+            and call.op.name == "layout_transform"
+            and isinstance(conv, Call)
+            and isinstance(conv.op, Op)
+            and conv.op.name in PACKED_DATA_CONVS
+            and conv.args[0] is call
+        )
+
     def _count_with_child(self, child: int, sink: int) -> int:
         total = self.groups[sink].find_root().num_nodes + self.groups[child].num_nodes
         for i in self._reach(child, sink):
@@ -194,6 +221,8 @@ class Partitioner:
                     self._try_fuse(nid, dom, _into_sink)
             elif group.pattern in (OpPattern.INJECTIVE, OpPattern.TUPLE) and phase == 1:
                 self._try_fuse(nid, dom, _injective)
+            elif phase == 0 and self._packs_conv_data(nid, dom):
+                self._try_fuse(nid, dom, _into_sink)
             # COMM_REDUCE never fuses forward.
 
 

@@ -237,8 +237,8 @@ STANDARD_PIPELINES: Mapping[int, str] = {
     ),
     3: (
         "remove-unused-functions,to-graph-normal-form,simplify-inference,cse,fold-constant,"
-        "fold-scale-axis,simplify-expr,fold-constant,winograd-conv2d,alter-op-layout,dce,infer-type,"
-        "fuse-ops"
+        "fold-scale-axis,simplify-expr,fold-constant,winograd-conv2d,merge-dense,alter-op-layout,"
+        "dce,infer-type,fuse-ops"
     ),
 }
 """The standard pipeline of each opt level, by planned pass name (after TVM's `relay.build`
@@ -249,7 +249,7 @@ order, tvm-facts.md §3.2):
 | 0 | simplify-inference, simplify-expr, infer-type, fuse-ops (singleton groups) |
 | 1 | + remove-unused-functions, then to-graph-normal-form, first; fuse-ops really fuses |
 | 2 | + fold-constant (after simplify-inference and again after simplify-expr) |
-| 3 | + cse, fold-scale-axis, winograd-conv2d (on the folded weights), alter-op-layout, dce |
+| 3 | + cse, fold-scale-axis, winograd-conv2d (folded weights), merge-dense, alter-op-layout, dce |
 
 `alter-op-layout` runs the remaining NCHW convolutions on `NCHW{b}c` with the target's
 block (`relay.build` sets it), packing constant weights there.

@@ -224,6 +224,16 @@ def test_build_writes_an_artifact_that_run_loads(files, tmp_path):
         np.testing.assert_array_equal(a["out"], b["out"])
 
 
+def test_build_timings_prints_each_stage_and_writes_no_dump_unasked(files, tmp_path):
+    artifact = tmp_path / "good.relaymod"
+    code, out, err = relay("build", files["good"], "-o", artifact, "--timings")
+    assert code == 0, err
+    stages = [line.split()[0] for line in out.splitlines() if re.match(r"^[a-z+.-]+ +\d", line)]
+    assert stages[:3] == ["check", "optimize", "plan"] and stages[-1] == "total", out
+    assert "machine-code" in stages and "llvm-opt" in stages
+    assert not list(tmp_path.glob("*.txt"))  # nothing dumped without --dump
+
+
 def test_run_a_broken_artifact_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.relaymod"
     bad.write_bytes(b"not a zip")

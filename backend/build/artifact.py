@@ -47,7 +47,7 @@ from ...lang.printer import print_expr
 from ...lang.types import TensorType
 from ..codegen import llvm_target, threadpool
 from ..codegen.compile import CompiledLibrary, load_library
-from ..kernel_cost import KernelCost
+from ..kernel_cost import KernelCost, ParallelLoop
 from ..profile.run import profile_model
 from ..runtime.compiled import CompiledModel, CompileStats, KernelInfo
 from ..runtime.native import bytes_text, memory_limit_bytes
@@ -347,7 +347,20 @@ class _Decoder:
             kind=self.text(get(data, "kind", where), f"{where}.kind"),
             flops=self.integer(get(data, "flops", where), f"{where}.flops"),
             bytes=self.integer(get(data, "bytes", where), f"{where}.bytes"),
+            parallel=self.parallel(data.get("parallel", []), f"{where}.parallel"),
         )
+
+    def parallel(self, data: Any, where: str) -> tuple[ParallelLoop, ...]:
+        """A kernel's parallel plans (none in artifacts saved before plans were recorded)."""
+        loops = []
+        for k, item in enumerate(self.items(data, where)):
+            at = f"{where}[{k}]"
+            fields = {
+                f: self.integer(self.get(item, f, at), f"{at}.{f}", low=1 if f != "work" else 0)
+                for f in ("work", "extent", "threads", "tasks", "fused")
+            }
+            loops.append(ParallelLoop(**fields))
+        return tuple(loops)
 
     def target(self, data: Any) -> Target:
         fields: dict[str, Any] = {}

@@ -176,7 +176,11 @@ def name_kernels(
         lowered = _renamed(lowered_by_kernel[k], kname)
         lifted = tuple(range(len(params), len(params) + len(lowered.constants)))
         params.extend(lowered.constants)
-        infos.append(KernelInfo(kname, lifted, None, names.unique(describe_kernel(fn, lowered))))
+        try:
+            cost = describe_kernel(fn, lowered)
+        except ValueError:  # a dynamic-shape kernel: no static FLOP count
+            cost = interpreted_cost(fn)
+        infos.append(KernelInfo(kname, lifted, None, names.unique(cost)))
         scheduled.append((fn, lowered))
     return infos, scheduled
 
@@ -231,6 +235,7 @@ def compile_plan(
     dump: dict[str, Any] | None = None,
     types: ModuleTypes | None = None,
     fold_weights: bool = True,
+    seconds: dict[str, float] | None = None,
 ) -> CompiledModel:
     """Lower, schedule and compile every kernel of `plan` for `target` (default: this host)
     into one library with an entry point; `dump`, when given, receives what each stage
@@ -238,7 +243,8 @@ def compile_plan(
     was made from, types the kernels (without it, lowering infers each kernel's types).
     With `fold_weights` (the default), the stages of a kernel that depend only on the
     plan's constants (packed weights) are computed here, once (`fold_plan`): the model's
-    plan then passes those values instead of the weights."""
+    plan then passes those values instead of the weights. The model's `stats.seconds` are
+    `seconds` (the caller's stages, e.g. `optimize`) and those of each stage here."""
     target = target if target is not None else Target.host()
     if target.kind != "llvm":
         raise Error(f"compile_plan compiles for an llvm target, not `{target}`")
@@ -246,7 +252,7 @@ def compile_plan(
     slot_kind, output_slots, memory = place_slots(plan)
     check_model_fits(plan, memory, sum(c.nbytes for c in plan.constants))
     original = plan
-    seconds: dict[str, float] = {}
+    seconds = dict(seconds) if seconds is not None else {}
     start = time.perf_counter()
     weights = constant_params(plan) if fold_weights else {}
     lowered_by_kernel: dict[int, LoweredKernel] = {}

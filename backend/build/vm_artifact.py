@@ -63,6 +63,7 @@ _INSTRUCTIONS: dict[str, type] = {
         bc.LoadConst,
         bc.AllocTensor,
         bc.InvokeKernel,
+        bc.InvokeDynamicKernel,
         bc.InvokeFallback,
         bc.InvokeOp,
         bc.Goto,
@@ -99,7 +100,9 @@ def _fields(cls: type) -> list[Any]:
 def kernel_outputs(program: bc.VMProgram) -> list[tuple[Layout, ...]]:
     """The output layouts of each kernel, read off the allocations before its calls (a
     kernel the program never calls natively has none)."""
-    outputs: list[tuple[Layout, ...]] = [() for _ in program.kernels]
+    outputs: list[tuple[Layout, ...]] = [
+        k.dynamic.outputs if k.dynamic is not None else () for k in program.kernels
+    ]
     for fn in program.functions:
         for pc, ins in enumerate(fn.code):
             if isinstance(ins, bc.InvokeKernel):
@@ -162,6 +165,7 @@ def save_vm_artifact(model: VMModel, path: str | os.PathLike[str]) -> None:
                 "inputs": _layouts_json(k.inputs),
                 "outputs": _layouts_json(outputs[n]),
                 "fallback": print_expr(k.fallback) if k.fallback is not None else None,
+                **_dynamic_json(k),
             }
             for n, k in enumerate(program.kernels)
         ],
@@ -182,6 +186,18 @@ def _npz(arrays: list[Any]) -> bytes:
     buffer = io.BytesIO()
     np.savez(buffer, *arrays)
     return buffer.getvalue()
+
+
+def _dynamic_json(kernel: bc.VMKernel) -> dict[str, Any]:
+    """A dynamic kernel's entries: its input layouts (negative dimensions are variables),
+    its variables and its function as Relay text."""
+    layout = kernel.dynamic
+    if layout is None:
+        return {}
+    return {
+        "inputs": _layouts_json(layout.inputs),
+        "dynamic": {"variables": list(layout.variables), "function": print_expr(layout.function)},
+    }
 
 
 def _layouts_json(layouts: tuple[Layout, ...]) -> list[Any]:
@@ -320,7 +336,9 @@ class _VMDecoder(_Decoder):
     """Reads the bytecode of `model.json`; anything of the wrong shape is an
     `ArtifactError` naming the field."""
 
-    def layouts(self, value: Any, where: str) -> tuple[Layout, ...]:
+    def layouts(self, value: Any, where: str, variables: int = 0) -> tuple[Layout, ...]:
+        """Layouts `[[shape, dtype], ...]`; with `variables`, a dimension may be `-1 - k`
+        (variable `k`) for k below it."""
         out = []
         for k, item in enumerate(self.items(value, where)):
             pair = self.items(item, f"{where}[{k}]")
@@ -328,7 +346,7 @@ class _VMDecoder(_Decoder):
                 raise self.fail(f"{where}[{k}]", "is not [shape, dtype]")
             out.append(
                 (
-                    self.ints(pair[0], f"{where}[{k}].shape"),
+                    self.ints(pair[0], f"{where}[{k}].shape", low=-variables),
                     self.dtype(pair[1], f"{where}[{k}].dtype"),
                 )
             )
@@ -364,12 +382,15 @@ class _VMDecoder(_Decoder):
             for j in lifted:
                 if j >= len(params):
                     raise self.fail(f"{where}.lifted", f"names parameter {j} of {len(params)}")
+            name = self.text(get(item, "name", where), f"{where}.name")
+            dynamic = self.dynamic(item, where)
+            if dynamic is not None:
+                kernels.append(bc.VMKernel(name, lifted, (), fn, dynamic))
+                outputs.append(dynamic.outputs)
+                continue
             kernels.append(
                 bc.VMKernel(
-                    self.text(get(item, "name", where), f"{where}.name"),
-                    lifted,
-                    self.layouts(get(item, "inputs", where), f"{where}.inputs"),
-                    fn,
+                    name, lifted, self.layouts(get(item, "inputs", where), f"{where}.inputs"), fn
                 )
             )
             outputs.append(self.layouts(get(item, "outputs", where), f"{where}.outputs"))
@@ -397,6 +418,28 @@ class _VMDecoder(_Decoder):
         program = bc.VMProgram(functions, entry, constants, kernels, params)
         _Checker(self, program, outputs, len(signature["main"].params)).check()
         return program, outputs
+
+    def dynamic(self, item: dict[str, Any], where: str) -> bc.DynamicLayout | None:
+        """The `DynamicLayout` of a dynamic kernel's entry (None for a static kernel): every
+        variable is bound by an input, the kernel has native code."""
+        data = item.get("dynamic")
+        if data is None:
+            return None
+        at = f"{where}.dynamic"
+        if not isinstance(data, dict) or item.get("fallback") is not None:
+            raise self.fail(at, "is not {variables, function} of a native kernel")
+        names = self.items(self.get(data, "variables", at), f"{at}.variables")
+        variables = tuple(self.text(v, f"{at}.variables") for v in names)
+        fn = self.function_text(self.get(data, "function", at), f"{at}.function")
+        n = len(variables)
+        inputs = self.layouts(self.get(item, "inputs", where), f"{where}.inputs", n)
+        outputs = self.layouts(self.get(item, "outputs", where), f"{where}.outputs", n)
+        bound = {d for dims, _ in inputs for d in dims if d < 0}
+        if bound != {-1 - k for k in range(n)} or any(
+            d < 0 and d not in bound for dims, _ in outputs for d in dims
+        ):
+            raise self.fail(at, "has a variable no input binds")
+        return bc.DynamicLayout(inputs, outputs, variables, fn)
 
     def instruction(
         self, data: Any, where: str, constructors: dict[tuple[str, str], Constructor]
@@ -535,6 +578,8 @@ class _Checker:
                 raise self.fail(f"{at} interprets kernel {ins.kernel}, which is not interpreted")
             if isinstance(ins, bc.InvokeKernel):
                 self.kernel_call(fn, pc, ins, at)
+            if isinstance(ins, bc.InvokeDynamicKernel):
+                self.dynamic_call(ins, at)
         for pc, ins in enumerate(fn.code):
             if isinstance(ins, bc.InvokeKernel):
                 first = pc - len(ins.outputs)
@@ -548,10 +593,29 @@ class _Checker:
         if r >= fn.registers:
             raise self.fail(f"{at} uses register {r} of {fn.registers}")
 
+    def dynamic_call(self, ins: bc.InvokeDynamicKernel, at: str) -> None:
+        """A dynamic kernel's call passes its inputs and names distinct output registers."""
+        program = self.program
+        layout = None
+        if ins.kernel < len(program.kernels):
+            layout = program.kernels[ins.kernel].dynamic
+        if layout is None:
+            raise self.fail(f"{at} calls kernel {ins.kernel} as a dynamic kernel, which it is not")
+        if len(ins.inputs) != len(layout.inputs) or len(ins.outputs) != len(layout.outputs):
+            raise self.fail(f"{at} passes another number of tensors than kernel {ins.kernel} takes")
+        if len(ins.args) != len(layout.function.params):
+            raise self.fail(f"{at} passes another number of arguments than its function takes")
+        if len(set(ins.outputs)) != len(ins.outputs):
+            raise self.fail(f"{at} writes one register twice")
+
     def kernel_call(self, fn: bc.VMFunction, pc: int, ins: bc.InvokeKernel, at: str) -> None:
         program = self.program
-        if ins.kernel >= len(program.kernels) or program.kernels[ins.kernel].fallback is not None:
-            raise self.fail(f"{at} calls kernel {ins.kernel}, which has no native code")
+        if (
+            ins.kernel >= len(program.kernels)
+            or program.kernels[ins.kernel].fallback is not None
+            or program.kernels[ins.kernel].dynamic is not None
+        ):
+            raise self.fail(f"{at} calls kernel {ins.kernel}, which has no static native code")
         kernel = program.kernels[ins.kernel]
         if len(ins.inputs) != len(kernel.inputs):
             raise self.fail(f"{at} passes {len(ins.inputs)} inputs to `{kernel.name}`")
@@ -584,7 +648,7 @@ def _check_kernels(
     bytecode passes, and its symbol carries the digest of the kernels' interfaces."""
     native = [k for k, kernel in enumerate(program.kernels) if kernel.fallback is None]
     digest = interface_digest(
-        [program.kernels[k].inputs for k in native],
+        [_kernel_inputs(program.kernels[k]) for k in native],
         [outputs[k] for k in native],
         [
             tuple(
@@ -600,7 +664,8 @@ def _check_kernels(
                 f"{path}: the bytecode is not the one the object code was compiled for (kernel "
                 f"`{kernel.name}` does not carry the digest of the kernels' layouts): it was edited"
             )
-        nargs = len(kernel.inputs) + len(kernel.lifted) + len(outputs[k])
+        nargs = len(_kernel_inputs(kernel)) + len(kernel.lifted) + len(outputs[k])
+        nargs += kernel.dynamic is not None  # the variables' values
         have = library.functions.get(kernel.name)
         if have is None or not library.address(kernel.name):
             raise ArtifactError(
@@ -611,6 +676,11 @@ def _check_kernels(
                 f"{path}: the bytecode calls `{kernel.name}` with {nargs} buffers, but the object "
                 f"code's `{kernel.name}` takes {have}"
             )
+
+
+def _kernel_inputs(kernel: bc.VMKernel) -> tuple[Layout, ...]:
+    """The input layouts of a native kernel (a dynamic one's dimensions may be variables)."""
+    return kernel.dynamic.inputs if kernel.dynamic is not None else kernel.inputs
 
 
 __all__ = [

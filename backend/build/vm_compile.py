@@ -7,8 +7,11 @@ become its first parameters) and for the constructors and operators used as valu
 distinct primitive function is lowered and compiled to a native kernel as `compile_plan`
 does (`lower_kernel`, `name_kernels`, `compile_kernels`); one that cannot be lowered runs
 in the interpreter. A kernel's outputs are allocated by `AllocTensor` with the static
-shapes of its types; a kernel whose types have a `?` or symbolic dimension makes the
-compiler refuse (`NotCompilable`), and the build falls back to the interpreter.
+shapes of its types. A kernel whose inputs have `?` or symbolic dimensions is compiled
+once for all sizes (`lower.dynamic`) and called by `InvokeDynamicKernel`, which binds
+its shape variables from the input shapes and allocates its outputs from the shapes the
+type relations gave in terms of them; one the relations cannot size that way runs in
+the interpreter (`_Program.refused` says why).
 
 Function bodies are in graph form: an expression node used several times is computed
 once, in the innermost scope (function body, `if` branch, `match` clause) that contains
@@ -62,11 +65,12 @@ from ...lang.traversal import post_order_by
 from ...lang.types import TensorType, TupleType, Type
 from ...typecheck.result import ModuleTypes
 from ..codegen import threadpool
-from ..lower.lower_func import LoweredKernel
+from ..lower.dynamic import DynamicSignature, lower_dynamic
+from ..lower.lower_func import LoweredKernel, LoweringError
 from ..runtime.vm import bytecode as bc
 from ..runtime.vm.model import VMModel
 from ..target import Target
-from .compile_plan import compile_kernels, lower_kernel, name_kernels
+from .compile_plan import check_index_range, compile_kernels, lower_kernel, name_kernels
 from .graph_plan import NotCompilable
 from .vm_artifact import interface_digest, save_vm_artifact
 
@@ -179,6 +183,7 @@ def _is_dynamic(ty: Type) -> bool:
 class _Kernel:
     fn: Function
     lowered: LoweredKernel | None
+    dynamic: DynamicSignature | None = None
 
 
 class _Program:
@@ -200,6 +205,7 @@ class _Program:
         self._kernel_index: dict[int, list[int]] = {}
         self.constants: list[Any] = []
         self._constant_index: dict[int, int] = {}
+        self.refused: list[str] = []  # why dynamic kernels run in the interpreter
 
     def _reserve(self, fn: Function | None, captured: list[Var], name: str) -> int:
         index = len(self.functions)
@@ -258,12 +264,16 @@ class _Program:
             if structural_equal(self.kernels[k].fn, fn):
                 return k
         k = len(self.kernels)
-        for ty in [*(self.param_type(p) for p in fn.params), self.result_type(fn)]:
-            if any(_is_dynamic(t) for t in _leaf_types(ty)):
-                raise NotCompilable(
-                    f"a kernel has a dynamic shape ({print_expr(fn)[:200]}): the VM "
-                    "compiles static shapes only for now"
-                )
+        param_types = [self.param_type(p) for p in fn.params]
+        if any(_is_dynamic(t) for ty in param_types for t in _leaf_types(ty)):
+            self._kernel_index.setdefault(h, []).append(k)
+            self.kernels.append(self._dynamic_kernel(fn, param_types, k))
+            return k
+        if any(_is_dynamic(t) for t in _leaf_types(self.result_type(fn))):
+            # static inputs, a dynamic result: only the interpreter knows its size
+            self._kernel_index.setdefault(h, []).append(k)
+            self.kernels.append(_Kernel(fn, None))
+            return k
         lowered = lower_kernel(fn, self.types, k, self.target)
         if lowered is not None and len(lowered.param_types) != sum(
             len(_leaf_types(self.param_type(p))) for p in fn.params
@@ -272,6 +282,17 @@ class _Program:
         self._kernel_index.setdefault(h, []).append(k)
         self.kernels.append(_Kernel(fn, lowered))
         return k
+
+    def _dynamic_kernel(self, fn: Function, param_types: list[Type], k: int) -> _Kernel:
+        """Kernel `k` of `fn`, whose inputs have `?` or symbolic dimensions: compiled once
+        for all sizes (`lower.dynamic`), or interpreted when it cannot be."""
+        check_index_range(fn, self.types)
+        try:
+            made = lower_dynamic(fn, param_types, f"k{k}", self.target)
+        except LoweringError as exc:
+            self.refused.append(str(exc).splitlines()[0])
+            return _Kernel(fn, None)
+        return _Kernel(fn, made.lowered, made.signature)
 
     def param_type(self, p: Var) -> Type:
         """The type of a primitive function's parameter."""
@@ -526,6 +547,10 @@ class _FunctionCompiler:
         inputs: list[int] = []
         for p, reg in zip(fn.params, args):
             inputs.extend(self.leaves(reg, program.param_type(p), out))
+        if program.kernels[k].dynamic is not None:
+            outputs = [self.new() for _ in lowered.output_types]
+            out.append(bc.InvokeDynamicKernel(k, tuple(args), tuple(inputs), tuple(outputs)))
+            return self.rebuild(program.result_type(fn), iter(outputs), out)
         outputs = []
         for t in lowered.output_types:
             reg = self.new()
@@ -732,7 +757,7 @@ def compile_vm(
 ) -> VMModel:
     """A `VMModel` running `module` (fused and typed; `types` its types) with native
     kernels for `target`; `reason` says why the static executor could not run it.
-    `NotCompilable` when the VM cannot run it either (a dynamic shape in a kernel)."""
+    `NotCompilable` when the VM cannot run it either."""
     if target.kind != "llvm":
         raise NotCompilable(f"the VM runs native kernels for an llvm target, not `{target}`")
     if "main" not in module:
@@ -744,8 +769,9 @@ def compile_vm(
     seconds["vm-compile"] = time.perf_counter() - start
     kernels = [k.fn for k in program.kernels]
     lowered = {k: kernel.lowered for k, kernel in enumerate(program.kernels) if kernel.lowered}
+    dynamic = {k: kernel.dynamic for k, kernel in enumerate(program.kernels) if kernel.dynamic}
     digest = hashlib.sha256("\n".join(print_expr(fn) for fn in kernels).encode()).hexdigest()
-    interface = _interface_digest(lowered)
+    interface = _interface_digest(lowered, dynamic)
     params: list[np.ndarray] = []
     prefix = f"{name}_{digest[:12]}_{interface}"
     infos, scheduled = name_kernels(kernels, lowered, prefix, params)
@@ -756,6 +782,11 @@ def compile_vm(
     vm_kernels = []
     for k, info in enumerate(infos):
         low = program.kernels[k].lowered
+        signature = program.kernels[k].dynamic
+        if signature is not None:
+            layout = _dynamic_layout(signature, program.kernels[k].fn)
+            vm_kernels.append(bc.VMKernel(info.name, info.lifted, (), None, layout))
+            continue
         inputs = tuple(
             (tuple(int(d) for d in t.shape), numpy_dtype(t.dtype))  # type: ignore[arg-type]
             for t in (low.param_types if low is not None and info.fallback is None else ())
@@ -779,17 +810,42 @@ def compile_vm(
     )
 
 
-def _interface_digest(lowered: dict[int, LoweredKernel]) -> str:
+def _dynamic_layout(signature: DynamicSignature, fn: Function) -> bc.DynamicLayout:
+    """The VM's form of a dynamic kernel's signature (numpy dtypes)."""
+
+    def layouts(items: Any) -> tuple[Any, ...]:
+        return tuple((dims, numpy_dtype(dtype)) for dims, dtype in items)
+
+    return bc.DynamicLayout(
+        layouts(signature.inputs), layouts(signature.outputs), signature.variables, fn
+    )
+
+
+def _interface_digest(
+    lowered: dict[int, LoweredKernel], dynamic: dict[int, DynamicSignature] | None = None
+) -> str:
     """The digest of the native kernels' layouts that their symbols carry (what a saved
-    VM artifact's loader recomputes from the bytecode: `vm_artifact.interface_digest`)."""
+    VM artifact's loader recomputes from the bytecode: `vm_artifact.interface_digest`).
+    A dynamic kernel's dimensions are its `DynamicSignature` codes (negative: variables)."""
+    dynamic = dynamic or {}
 
     def layouts(types: Any) -> tuple[Any, ...]:
         return tuple((tuple(int(d) for d in t.shape), numpy_dtype(t.dtype)) for t in types)
 
+    def inputs(k: int) -> tuple[Any, ...]:
+        if k in dynamic:
+            return tuple((d, numpy_dtype(t)) for d, t in dynamic[k].inputs)
+        return layouts(lowered[k].param_types)
+
+    def outputs(k: int) -> tuple[Any, ...]:
+        if k in dynamic:
+            return tuple((d, numpy_dtype(t)) for d, t in dynamic[k].outputs)
+        return layouts(lowered[k].output_types)
+
     order = sorted(lowered)
     return interface_digest(
-        [layouts(lowered[k].param_types) for k in order],
-        [layouts(lowered[k].output_types) for k in order],
+        [inputs(k) for k in order],
+        [outputs(k) for k in order],
         [tuple((np.shape(c), np.asarray(c).dtype) for c in lowered[k].constants) for k in order],
     )
 

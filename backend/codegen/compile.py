@@ -18,10 +18,12 @@ thread pool is not part of a library: every library links to the one pool of the
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import struct
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -117,6 +119,24 @@ class CompiledLibrary:
         return fn
 
 
+Seconds = dict[str, float]
+"""Seconds per compilation stage (`llvm-ir`, `llvm-opt`, `machine-code`, `link`), added to."""
+
+
+@contextlib.contextmanager
+def timed(
+    seconds: Seconds | None, stage: str, clock: Callable[[], float] = time.perf_counter
+) -> Iterator[None]:
+    """Add the time of the `with` body by `clock` (default: wall) to `seconds[stage]`
+    (when `seconds` is given)."""
+    start = clock()
+    try:
+        yield
+    finally:
+        if seconds is not None:
+            seconds[stage] = seconds.get(stage, 0.0) + clock() - start
+
+
 def _manifest(funcs: Sequence[PrimFunc], entry: EntryPlan | None, profiled: bool) -> dict[str, Any]:
     functions = {f.name: len(f.params) for f in funcs}
     if entry is not None:
@@ -190,22 +210,37 @@ def build_ir(
     return module, _emit_entry(module, funcs, entry, profiled)
 
 
-def _parsed(text: str, optimize: bool, target: Target | None) -> llvm.ModuleRef:
+def _parsed(
+    text: str,
+    optimize: bool,
+    target: Target | None,
+    seconds: Seconds | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> llvm.ModuleRef:
     """LLVM module `text` parsed, verified and (with `optimize`) run through the
     optimization pipeline for `target`."""
-    ref = llvm.parse_assembly(text)
-    ref.verify()
+    with timed(seconds, "llvm-ir", clock):
+        ref = llvm.parse_assembly(text)
+        ref.verify()
     if optimize:
-        llvm_target.optimize(ref, target=target)
+        with timed(seconds, "llvm-opt", clock):
+            llvm_target.optimize(ref, target=target)
     return ref
 
 
 def _library(
-    ref: llvm.ModuleRef, manifest: dict[str, Any], text: str, target: Target | None
+    ref: llvm.ModuleRef,
+    manifest: dict[str, Any],
+    text: str,
+    target: Target | None,
+    seconds: Seconds | None = None,
 ) -> CompiledLibrary:
     """The library of module `ref`: its object code for `target`, linked in this process."""
-    object_code = bytes(llvm_target.target_machine(target).emit_object(ref))
-    return CompiledLibrary(_link(object_code), object_code, manifest, str(ref), text, target)
+    with timed(seconds, "machine-code"):
+        object_code = bytes(llvm_target.target_machine(target).emit_object(ref))
+    with timed(seconds, "load"):
+        engine = _link(object_code)
+    return CompiledLibrary(engine, object_code, manifest, str(ref), text, target)
 
 
 def compile_module(
@@ -215,13 +250,16 @@ def compile_module(
     optimize: bool = True,
     target: Target | None = None,
     profiled: bool = True,
+    seconds: Seconds | None = None,
 ) -> CompiledLibrary:
     """Compile `funcs` (and the model entry function `entry`, with its profiling twin
     unless `profiled` is false) to native code for `target`'s CPU and features (default:
-    this host's)."""
-    module, manifest = build_ir(funcs, entry, name, profiled)
-    text = str(module)
-    return _library(_parsed(text, optimize, target), manifest, text, target)
+    this host's). Stage times are added to `seconds` (`timed`)."""
+    with timed(seconds, "llvm-ir"):
+        module, manifest = build_ir(funcs, entry, name, profiled)
+        text = str(module)
+    ref = _parsed(text, optimize, target, seconds)
+    return _library(ref, manifest, text, target, seconds)
 
 
 def kernel_bitcode(
@@ -229,14 +267,18 @@ def kernel_bitcode(
     name: str = "relay_part",
     optimize: bool = True,
     target: Target | None = None,
+    seconds: Seconds | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> bytes:
     """LLVM bitcode of the kernels `funcs` alone (no entry function, no manifest),
     optimized as `compile_module` optimizes them: one part of a library that `link_parts`
     completes. Kernels are independent functions, so compiling them in parts gives each
-    the code it gets in one module."""
-    module = _new_module(name)
-    _emit_kernels(module, funcs)
-    return bytes(_parsed(str(module), optimize, target).as_bitcode())
+    the code it gets in one module. Stage times by `clock` are added to `seconds`."""
+    with timed(seconds, "llvm-ir", clock):
+        module = _new_module(name)
+        _emit_kernels(module, funcs)
+        text = str(module)
+    return bytes(_parsed(text, optimize, target, seconds, clock).as_bitcode())
 
 
 def link_parts(
@@ -247,24 +289,26 @@ def link_parts(
     optimize: bool = True,
     target: Target | None = None,
     profiled: bool = True,
+    seconds: Seconds | None = None,
 ) -> CompiledLibrary:
     """The library of kernels `funcs` whose code is in `parts` (`kernel_bitcode` of a
     share of them each; `funcs` give the kernels' names and signatures), with `entry`
     (and its profiling twin unless `profiled` is false) and the manifest: the same library
     `compile_module(funcs, ...)` makes, as ONE object file. The entry module is optimized
-    on its own, then the parts are linked into it."""
+    on its own, then the parts are linked into it. Stage times are added to `seconds`."""
     _check_names(funcs)
-    module = _new_module(name)
-    manifest = _emit_entry(module, funcs, entry, profiled)
-    text = str(module)
-    ref = _parsed(text, optimize, target)
-    for part in parts:
-        ref.link_in(llvm.parse_bitcode(part))
+    with timed(seconds, "link"):
+        module = _new_module(name)
+        manifest = _emit_entry(module, funcs, entry, profiled)
+        text = str(module)
+        ref = _parsed(text, optimize, target)
+        for part in parts:
+            ref.link_in(llvm.parse_bitcode(part))
     defined = {f.name for f in ref.functions if not f.is_declaration}
     missing = [f.name for f in funcs if f.name not in defined]
     if missing:
         raise CodegenError(f"no part of the library defines {', '.join(missing)}")
-    return _library(ref, manifest, text, target)
+    return _library(ref, manifest, text, target, seconds)
 
 
 def undefined_symbols(object_code: bytes) -> list[str]:

@@ -54,6 +54,9 @@ from ..tir.visitor import children
 from .compile import CompiledLibrary, compile_module, kernel_bitcode, link_parts
 from .entry import EntryPlan
 
+Part = tuple[bytes, dict[str, float]]
+"""What a worker answers for one share: its optimized bitcode and its stage seconds."""
+
 JOBS_ENV = "RELAY_COMPILE_JOBS"
 MAX_JOBS = 8
 """The most worker processes one build uses, whatever the CPU count."""
@@ -155,8 +158,11 @@ def compile_functions(
 ) -> CompiledLibrary:
     """The library of kernels `funcs` (before `lower_pipeline`) and `entry`, compiled in
     worker processes when they are big enough (module docstring; `jobs` forces that many
-    workers, 1 in-process). Stage times go into `seconds`: `tir` and `codegen` in-process;
-    `tir+opt` (the workers) and `codegen` (linking and machine code) in parallel."""
+    workers, 1 in-process). Stage times go into `seconds`: in-process `tir`, then
+    `llvm-ir`, `llvm-opt`, `machine-code` and `load` (their sum is `codegen`); in parallel
+    `tir+opt` (the workers' wall time; `workers.tir`, `workers.llvm-ir` and
+    `workers.llvm-opt` sum the workers' CPU time per stage), then `link`, `machine-code` and
+    `load` in this process (their sum is `codegen`)."""
     seconds = seconds if seconds is not None else {}
     sizes = [kernel_size(f) for f in funcs]
     n = worker_count(sizes, jobs)
@@ -165,7 +171,9 @@ def compile_functions(
         lowered = [lower_pipeline(f) for f in funcs]
         seconds["tir"] = time.perf_counter() - start
         start = time.perf_counter()
-        library = compile_module(lowered, entry=entry, name=name, target=target, profiled=profiled)
+        library = compile_module(
+            lowered, entry=entry, name=name, target=target, profiled=profiled, seconds=seconds
+        )
         seconds["codegen"] = time.perf_counter() - start
         return library
     groups = shares(sizes, n * SHARES_PER_JOB)
@@ -174,10 +182,16 @@ def compile_functions(
     )
     if tasks is None:  # a value that does not pickle: compile here
         return compile_functions(funcs, entry, name, target, profiled, seconds, jobs=1)
-    parts = run_in_workers(min(n, len(groups)), tasks)
+    replies = run_in_workers(min(n, len(groups)), tasks)
     seconds["tir+opt"] = time.perf_counter() - start
+    for _, part_seconds in replies:
+        for stage, s in part_seconds.items():
+            seconds[f"workers.{stage}"] = seconds.get(f"workers.{stage}", 0.0) + s
     start = time.perf_counter()
-    library = link_parts(parts, funcs, entry, name, target=target, profiled=profiled)
+    parts = [bitcode for bitcode, _ in replies]
+    library = link_parts(
+        parts, funcs, entry, name, target=target, profiled=profiled, seconds=seconds
+    )
     seconds["codegen"] = time.perf_counter() - start
     return library
 
@@ -191,9 +205,18 @@ def _pickled(tasks: Sequence[Any]) -> list[bytes] | None:
         return None
 
 
-def compile_part(funcs: Sequence[PrimFunc], name: str, target: Target | None) -> bytes:
-    """What a worker does with one share: the loop-IR passes, then `kernel_bitcode`."""
-    return kernel_bitcode([lower_pipeline(f) for f in funcs], name, target=target)
+def compile_part(
+    funcs: Sequence[PrimFunc], name: str, target: Target | None
+) -> tuple[bytes, dict[str, float]]:
+    """What a worker does with one share: the loop-IR passes, then `kernel_bitcode`; the
+    bitcode and the CPU seconds of each stage (`tir`, `llvm-ir`, `llvm-opt`: CPU time, so
+    that the figures mean the same when other processes share the cores)."""
+    seconds: dict[str, float] = {}
+    start = time.process_time()
+    lowered = [lower_pipeline(f) for f in funcs]
+    seconds["tir"] = time.process_time() - start
+    bitcode = kernel_bitcode(lowered, name, target=target, seconds=seconds, clock=time.process_time)
+    return bitcode, seconds
 
 
 # --- the worker processes ------------------------------------------------------------------
@@ -306,10 +329,10 @@ class _Pool:
         while len(self.workers) < n:
             self.workers.append(_Worker())
 
-    def run(self, tasks: Sequence[bytes], n: int) -> list[bytes]:
-        """The bitcode of each task (in order), handed out in order to whichever of the
+    def run(self, tasks: Sequence[bytes], n: int) -> list[Part]:
+        """The reply of each task (in order), handed out in order to whichever of the
         first `n` workers is free; the first failure is raised once every worker stopped."""
-        results: list[bytes | None] = [None] * len(tasks)
+        results: list[Part | None] = [None] * len(tasks)
         failures: list[BaseException] = []
         pending = list(range(len(tasks) - 1, -1, -1))
         guard = threading.Lock()
@@ -365,15 +388,43 @@ _lock = threading.Lock()
 _current: _Pool | None = None
 
 
-def run_in_workers(n: int, tasks: Sequence[bytes]) -> list[bytes]:
-    """The bitcode of each task (a pickled `(funcs, name, target)`, in order) from the process's
-    worker pool, started or grown to `n` workers first; one build at a time."""
+def _pool() -> _Pool:
+    """This process's pool (call with `_lock` held)."""
     global _current
+    if _current is None or _current.pid != os.getpid():
+        _current = _Pool()  # none yet, or inherited through fork: not ours to use
+    return _current
+
+
+def run_in_workers(n: int, tasks: Sequence[bytes]) -> list[Part]:
+    """The bitcode and stage seconds of each task (a pickled `(funcs, name, target)`, in
+    order) from the process's worker pool, started or grown to `n` workers first; one
+    build at a time."""
     with _lock:
-        if _current is None or _current.pid != os.getpid():
-            _current = _Pool()  # none yet, or inherited through fork: not ours to use
-        _current.grow(n)
-        return _current.run(tasks, n)
+        pool = _pool()
+        pool.grow(n)
+        return pool.run(tasks, n)
+
+
+def start_workers(n: int | None = None) -> int:
+    """Start the compile workers a big build will use now, without waiting for them, so
+    that their start-up (importing this package) overlaps the build's optimization and
+    lowering; `n` workers, default as many as `worker_count` gives a big library. Returns
+    how many are running (0 when builds compile in-process: one CPU, or
+    `$RELAY_COMPILE_JOBS=1`)."""
+    if n is None:
+        cap = jobs_setting()
+        n = 1 if cap == 1 else min(available_cpus(), MAX_JOBS, cap or MAX_JOBS)
+    if n <= 1:
+        return 0
+    if not _lock.acquire(blocking=False):
+        return 0  # a build is using the pool
+    try:
+        pool = _pool()
+        pool.grow(n)
+        return len(pool.workers)
+    finally:
+        _lock.release()
 
 
 def stop_workers() -> None:
@@ -399,6 +450,7 @@ __all__ = [
     "run_in_workers",
     "serve",
     "shares",
+    "start_workers",
     "stop_workers",
     "worker_count",
 ]

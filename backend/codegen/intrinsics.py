@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from ..tir import expr as tx
 from ..tir.dtypes import element_of, is_bool, is_float, lanes_of, with_lanes
+from ..tir.op import TENSOR_PREFIX
 from . import fastmath
 from .llvm_types import (
     F32,
@@ -183,6 +184,10 @@ def emit_call(em: KernelEmitter, e: tx.Call) -> Step:
         return (yield em.if_then_else(e.args[0], e.args[1], e.args[2]))
     if name == "likely":
         return (yield em.expr(e.args[0]))
+    if name.startswith(TENSOR_PREFIX):
+        from .tensor_intrinsics import emit_tensor_call
+
+        return (yield emit_tensor_call(em, e))
     args = []
     for a in e.args:
         args.append((yield em.expr(a)))

@@ -21,6 +21,7 @@ from llvmlite import ir
 from ..tir import expr as tx
 from ..tir.dtypes import bits_of, element_of, is_bool, is_float, lanes_of
 from .llvm_types import (
+    ACCUMULATE_FLAGS,
     FAST_FLAGS,
     I64,
     CodegenError,
@@ -115,6 +116,12 @@ def _splat_int(b: ir.IRBuilder, like: ir.Value, value: int) -> ir.Value:
 
 def _floor(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.call(intrinsic(b.module, "llvm.floor", x.type, [x.type], [x.type]), [x])
+
+
+def accumulate(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """`x + y` on floats as a reduction's update: reassociation allowed (`ACCUMULATE_FLAGS`)."""
+    x, y = _same_lanes(b, x, y)
+    return b.fadd(x, y, flags=ACCUMULATE_FLAGS)
 
 
 def binary(

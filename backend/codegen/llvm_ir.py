@@ -35,7 +35,18 @@ from ..tir import stmt as ts
 from ..tir.stmt import PrimFunc
 from ..tir.visitor import sub_expressions
 from . import llvm_arith, memory
-from .llvm_types import PTR, VOID, CodegenError, constant, elem_bytes, lanes, llvm_type, splat
+from .llvm_types import (
+    I64,
+    PTR,
+    VOID,
+    CodegenError,
+    constant,
+    elem_bytes,
+    gep,
+    lanes,
+    llvm_type,
+    splat,
+)
 
 
 def pointer_param_attrs(arg: ir.Argument, elem_align: int = 1) -> None:
@@ -485,6 +496,19 @@ def emit_primfunc(module: ir.Module, func: PrimFunc) -> ir.Function:
                 "kernel parameters must not alias"
             )
         em.vars[buf.data] = arg
+    _bind_shape_vars(em, fn, func)
     run(em.stmt(func.body))
     em.finish()
     return fn
+
+
+def _bind_shape_vars(em: KernelEmitter, fn: ir.Function, func: PrimFunc) -> None:
+    """A dynamic-shape kernel (`func.attrs["shape_vars"]`, loop-IR variables in its
+    buffers' shapes) reads their values from its last parameter, an int64 array."""
+    shape_vars = func.attrs.get("shape_vars", ())
+    if not shape_vars:
+        return
+    dims = fn.args[len(func.params) - 1]
+    for k, v in enumerate(shape_vars):
+        ptr = gep(em.entry_builder, dims, [ir.Constant(I64, k)], I64)
+        em.vars[v] = em.entry_builder.load(ptr, typ=I64, align=8)

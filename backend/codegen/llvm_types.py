@@ -20,11 +20,15 @@ F64 = ir.DoubleType()
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 
-FAST_FLAGS = ("nsz", "arcp", "contract", "afn", "reassoc")
-"""Fast-math flags on float arithmetic: LLVM's `fast` without `nnan` and `ninf`, so NaN and
-infinity still behave as IEEE says (`isnan` is not folded away, `x * 0` is not 0 for inf),
-while reassociation (vectorized reductions), contraction (FMA) and reciprocal tricks are on.
-`nsz` lets LLVM ignore the sign of zero."""
+FAST_FLAGS = ("nsz", "arcp", "contract", "afn")
+"""Fast-math flags on float arithmetic: LLVM's `fast` without `nnan`, `ninf` and `reassoc`, so
+NaN and infinity still behave as IEEE says (`isnan` is not folded away, `x * 0` is not 0 for
+inf, `x*s + (x - x*s)` is not folded to `x` when `s` is NaN), while contraction (FMA) and
+reciprocal tricks are on. `nsz` lets LLVM ignore the sign of zero."""
+
+ACCUMULATE_FLAGS = (*FAST_FLAGS, "reassoc")
+"""`FAST_FLAGS` plus reassociation, on the add of an accumulation (`acc[i] = acc[i] + x`) only:
+what lets LLVM vectorize and interleave a reduction."""
 
 
 class FunctionPointerType(ir.PointerType):

@@ -23,7 +23,7 @@ from llvmlite import ir
 from ..tir import expr as tx
 from ..tir import stmt as ts
 from ..tir.buffer import Buffer
-from ..tir.dtypes import is_bool, lanes_of
+from ..tir.dtypes import is_bool, is_float, lanes_of
 from . import llvm_arith
 from .llvm_types import (
     I1,
@@ -195,7 +195,7 @@ def store(em: KernelEmitter, s: ts.BufferStore) -> Step:
     buf = s.buffer
     index = flat_index(buf, s.indices)
     n = lanes_of(index.dtype)
-    value = yield em.expr(s.value)
+    value = yield _stored_value(em, s)
     if is_bool(buf.dtype):
         value = llvm_arith.to_bool_memory(b, value)
     if n == 1:
@@ -224,6 +224,26 @@ def store(em: KernelEmitter, s: ts.BufferStore) -> Step:
     b.call(fn, [value, ptrs, ir.Constant(I32, elem_bytes(buf.dtype)), _all_true(n)])
 
 
+def _is_accumulation(s: ts.BufferStore) -> bool:
+    """Whether `s` is `buf[...] = buf[...] + x` on floats (a reduction's update)."""
+    v = s.value
+    if not isinstance(v, tx.Add) or not is_float(v.dtype):
+        return False
+    return any(isinstance(t, tx.BufferLoad) and t.buffer is s.buffer for t in (v.a, v.b))
+
+
+def _stored_value(em: KernelEmitter, s: ts.BufferStore) -> Step:
+    """The value `s` stores; an accumulation's add carries `ACCUMULATE_FLAGS` (reassociation
+    only where a reduction needs it)."""
+    if not _is_accumulation(s):
+        return (yield em.expr(s.value))
+    add = s.value
+    assert isinstance(add, tx.Add)
+    x = yield em.expr(add.a)
+    y = yield em.expr(add.b)
+    return llvm_arith.accumulate(em.builder, x, y)
+
+
 def _const_size(buffer: Buffer) -> int:
     size = 1
     for dim in buffer.shape:
@@ -236,9 +256,12 @@ def _const_size(buffer: Buffer) -> int:
 def allocate(em: KernelEmitter, s: ts.Allocate) -> Step:
     """Emit `s`: stack or heap memory for its buffer while its body runs."""
     buf = s.buffer
+    b = em.builder
+    if not all(isinstance(d, tx.IntImm) for d in buf.shape):
+        yield _allocate_dynamic(em, s)
+        return
     nbytes = max(1, _const_size(buf) * elem_bytes(buf.dtype))
     nbytes = math.ceil(nbytes / 64) * 64
-    b = em.builder
     if nbytes <= MAX_ALLOCA_BYTES and em.stack_bytes + nbytes <= MAX_STACK_BYTES:
         em.stack_bytes += nbytes
         ptr = em.alloca(ir.ArrayType(I8, nbytes), 64, name=buf.name)
@@ -257,6 +280,30 @@ def allocate(em: KernelEmitter, s: ts.Allocate) -> Step:
         alloc.return_value.add_attribute("noalias")
     free = declare(em.module, "free", ir.VoidType(), [PTR])
     ptr = b.call(alloc, [ir.Constant(I64, 64), ir.Constant(I64, nbytes)], name=buf.name)
+    old = em.bind(buf.data, ptr)
+    try:
+        yield em.stmt(s.body)
+    finally:
+        em.unbind(buf.data, old)
+    em.builder.call(free, [ptr])
+
+
+def _allocate_dynamic(em: KernelEmitter, s: ts.Allocate) -> Step:
+    """Emit `s` for a buffer whose shape has run-time extents (a dynamic-shape kernel):
+    `aligned_alloc` of the size rounded up to 64 bytes, `free` after the body."""
+    buf = s.buffer
+    size: tx.PrimExpr = tx.const(elem_bytes(buf.dtype), "int64")
+    for dim in buf.shape:
+        size = size * dim
+    value = yield em.expr(size)
+    b = em.builder
+    value = b.add(value, ir.Constant(I64, 64))  # at least one byte, then round down to 64
+    value = b.and_(value, ir.Constant(I64, -64))
+    alloc = declare(em.module, "aligned_alloc", PTR, [I64, I64])
+    if "noalias" not in alloc.return_value.attributes:
+        alloc.return_value.add_attribute("noalias")
+    free = declare(em.module, "free", ir.VoidType(), [PTR])
+    ptr = b.call(alloc, [ir.Constant(I64, 64), value], name=buf.name)
     old = em.bind(buf.data, ptr)
     try:
         yield em.stmt(s.body)

@@ -3,8 +3,12 @@
 `for v in [min, min + extent) parallel: body` becomes, in the kernel,
 
     closure = {captured values..., min, extent, ntasks}       (an alloca)
-    ntasks  = min(extent, TASKS_PER_THREAD * threads)   (1 when threads == 1)
-    __relay_parallel_for(@k.par0, closure, ntasks)
+    ntasks  = min(extent, plan.tasks)
+    __relay_parallel_run(@k.par0, closure, ntasks, plan.threads)
+
+where `plan` is the loop's `ParallelLoop` annotation (`backend.lower.parallel_plan` decides
+it at build time from the loop's work and the target's thread count); a loop without one
+makes `min(extent, TASKS_PER_THREAD * threads)` tasks for all of the pool's threads.
 
 and two internal functions: `@k.par0(i64 task, ptr closure)` loads the captures and computes
 its chunk `[min + task*extent/ntasks, min + (task+1)*extent/ntasks)`, then calls
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from llvmlite import ir
 
+from ..kernel_cost import PLAN_KEY, ParallelLoop
 from ..tir import expr as tx
 from ..tir import stmt as ts
 from ..tir.visitor import sub_expressions
@@ -108,19 +113,27 @@ def emit_parallel_for(em: KernelEmitter, loop: ts.For, lo: ir.Value, ext: ir.Val
     tb.ret_void()
 
     # the launch in the kernel
-    pfor, nthreads = threadpool.declare_runtime(module)
+    run = threadpool.declare_run(module)
     closure = em.alloca(closure_ty, 8, name=f"{name}.closure")
     for k, v in enumerate([*values, lo, ext]):
         b.store(v, field(b, closure, k))
     ext64 = _to_i64(b, ext)
-    threads = b.zext(b.call(nthreads, []), I64)
-    per_thread = ir.Constant(I64, threadpool.TASKS_PER_THREAD)
-    one = ir.Constant(I64, 1)
-    limit = b.select(b.icmp_signed(">", threads, one), b.mul(threads, per_thread), one)
+    plan = loop.annotations.get(PLAN_KEY)
+    if isinstance(plan, ParallelLoop):
+        # planned at build time; a loop partitioned after planning keeps its plan's cut
+        limit = ir.Constant(I64, max(1, plan.tasks))
+        threads = ir.Constant(I32, max(1, plan.threads))
+    else:  # not planned: as many tasks as the pool's threads allow
+        nthreads = threadpool.declare_runtime(module)[1]
+        threads = b.call(nthreads, [])
+        wide = b.zext(threads, I64)
+        per_thread = ir.Constant(I64, threadpool.TASKS_PER_THREAD)
+        one = ir.Constant(I64, 1)
+        limit = b.select(b.icmp_signed(">", wide, one), b.mul(wide, per_thread), one)
     ntasks = b.select(b.icmp_signed("<", ext64, limit), ext64, limit)
     b.store(ntasks, field(b, closure, nv + 2))
     with b.if_then(b.icmp_signed(">", ext64, ir.Constant(I64, 0))):
-        b.call(pfor, [task_fn, closure, ntasks])
+        b.call(run, [task_fn, closure, ntasks, threads])
 
 
 def _to_i64(b: ir.IRBuilder, v: ir.Value) -> ir.Value:

@@ -9,14 +9,20 @@ Kernels reach it through two symbols registered with `llvm.add_symbol`:
   `task(0..n-1, closure)` across the pool; the calling thread works too. Tasks are claimed
   one at a time from an atomic counter (dynamic scheduling), so a thread slowed down by
   another process on the same core does not hold the others back.
-* `i32 __relay_num_threads()` is the configured thread count (kernels make
-  `min(extent, TASKS_PER_THREAD * threads)` tasks).
+* `void __relay_parallel_run(task, closure, i64 n, i32 threads)` is the same on at most
+  `threads` threads (the caller included; fewer when the pool is configured for fewer or
+  there are fewer tasks): a kernel passes the thread count its parallel plan chose
+  (`backend.lower.parallel_plan`); workers 0..threads-2 take part, and only those are woken
+  if they sleep (each sleeps on its own bit of a futex bitset).
+* `i32 __relay_num_threads()` is the configured thread count (kernels compiled without a
+  plan make `min(extent, TASKS_PER_THREAD * threads)` tasks).
 
 Protocol: a job (function, closure, n, next-task counter, remaining counter, allowed
 workers) lives on the caller's stack and is published through `cur_job`, then the
 generation counter `gen` is bumped. Workers spin on `gen` (`pause`) for `SPIN_NS`, then sleep
-in `futex(FUTEX_WAIT)` (Linux on x86-64 and AArch64; elsewhere they keep yielding with
-`sched_yield`); the caller wakes sleepers only if there are some. A worker counts
+in `futex(FUTEX_WAIT_BITSET)` on a bit of their own (Linux on x86-64 and AArch64; elsewhere
+they keep yielding with `sched_yield`); the caller wakes sleepers only if there are some,
+and only those the loop lets take part. A worker counts
 itself in `active` before it reads `cur_job`; the caller, when all tasks are done, clears
 `cur_job` and waits for `active == 0`, so no worker can touch a job after its frame is gone.
 A `busy` flag taken with `cmpxchg` makes a nested or concurrent parallel loop (another
@@ -46,6 +52,7 @@ from . import llvm_target
 from .llvm_types import I32, I64, PTR, VOID, FunctionPointerType, declare, gep
 
 PARALLEL_FOR = "__relay_parallel_for"
+PARALLEL_RUN = "__relay_parallel_run"
 NUM_THREADS = "__relay_num_threads"
 NOW_NS = "__relay_now_ns"
 TASKS_PER_THREAD = 4
@@ -64,6 +71,9 @@ _PAUSE = {"x86_64": "pause", "aarch64": "yield"}  # the spin-wait hint instructi
 _CLOCK_MONOTONIC = {"linux": 1, "darwin": 6}
 _FUTEX_WAIT_PRIVATE = 128
 _FUTEX_WAKE_PRIVATE = 129
+_FUTEX_WAIT_BITSET_PRIVATE = 128 + 9
+_FUTEX_WAKE_BITSET_PRIVATE = 128 + 10
+_ALL_BITS = -1  # a futex bitset matching every waiter
 
 # job struct: task fn, closure, n, next, remaining, allowed workers, loop id (-1: not
 # traced), trace buffer
@@ -79,6 +89,11 @@ def declare_runtime(module: ir.Module) -> tuple[ir.Function, ir.Function]:
     pfor = declare(module, PARALLEL_FOR, VOID, [PTR, PTR, I64])
     nthreads = declare(module, NUM_THREADS, I32, [])
     return pfor, nthreads
+
+
+def declare_run(module: ir.Module) -> ir.Function:
+    """Declaration of `__relay_parallel_run(task, closure, n, threads)` in a kernel module."""
+    return declare(module, PARALLEL_RUN, VOID, [PTR, PTR, I64, I32])
 
 
 class _PoolBuilder:
@@ -148,8 +163,11 @@ class _PoolBuilder:
             asm = ir.InlineAsm(ir.FunctionType(VOID, []), self.pause_insn, "~{memory}", True)
             b.call(asm, [])
 
-    def futex(self, b: ir.IRBuilder, op: int, value: ir.Value) -> None:
-        """futex(&gen, op, value); where there is no futex, waiting degrades to yielding."""
+    def futex(
+        self, b: ir.IRBuilder, op: int, value: ir.Value, bits: ir.Value | None = None
+    ) -> None:
+        """futex(&gen, op, value, NULL, NULL, bits) (`bits`: the bitset of the `*_BITSET`
+        operations); where there is no futex, waiting degrades to yielding."""
         if self.futex_nr is None:
             b.call(self.sched_yield, [])
             return
@@ -161,7 +179,7 @@ class _PoolBuilder:
             b.sext(value, I64),
             null,
             null,
-            ir.Constant(I64, 0),
+            b.sext(bits, I64) if bits is not None else ir.Constant(I64, 0),
         ]
         b.call(self.syscall, args)
 
@@ -209,6 +227,7 @@ class _PoolBuilder:
         self.worker = self._worker()
         self._num_threads()
         self._set_num_threads()
+        self._parallel_run()
         self._parallel_for()
         self._shutdown()
         self._after_fork()
@@ -331,7 +350,13 @@ class _PoolBuilder:
         b.atomic_rmw("add", self.sleepers, ir.Constant(I32, 1), "seq_cst")
         g2 = self.load(b, self.gen, I32)
         with b.if_then(b.icmp_signed("==", g2, mine)):
-            self.futex(b, _FUTEX_WAIT_PRIVATE, mine)
+            # a worker sleeps on its own bit (workers from 31 on share bit 31), so a loop
+            # wakes only the workers it lets take part
+            bit = b.shl(
+                ir.Constant(I32, 1),
+                b.select(b.icmp_signed("<", wid, ir.Constant(I32, 31)), wid, ir.Constant(I32, 31)),
+            )
+            self.futex(b, _FUTEX_WAIT_BITSET_PRIVATE, mine, bit)
         b.atomic_rmw("sub", self.sleepers, ir.Constant(I32, 1), "seq_cst")
         b.branch(wait)
         b.position_at_end(got)
@@ -343,6 +368,7 @@ class _PoolBuilder:
         job = self.load(b, self.cur_job, PTR)
         has_job = b.icmp_unsigned("!=", b.ptrtoint(job, I64), ir.Constant(I64, 0))
         with b.if_then(has_job):
+            # workers 0..allowed-1 take part, the others go back to waiting
             allowed = b.load(self.field(b, job, 5), typ=I32)
             with b.if_then(b.icmp_signed("<", wid, allowed)):
                 b.call(self.run_tasks, [job, b.add(wid, ir.Constant(I32, 1))])
@@ -376,8 +402,17 @@ class _PoolBuilder:
         return b.load(self.nworkers, typ=I32)
 
     def _parallel_for(self) -> None:
+        """`__relay_parallel_for(task, closure, n)`: `__relay_parallel_run` on every thread
+        the pool is configured for (kernels compiled before plans named the threads)."""
         fn, b = self._fn(PARALLEL_FOR, VOID, [PTR, PTR, I64])
-        task, cl, n = fn.args
+        threads = self.load(b, self.cfg, I32, "monotonic")
+        b.call(self.run, [*fn.args, threads])
+        b.ret_void()
+
+    def _parallel_run(self) -> None:
+        fn, b = self._fn(PARALLEL_RUN, VOID, [PTR, PTR, I64, I32])
+        self.run = fn
+        task, cl, n, wanted = fn.args
         task.type = FunctionPointerType(self.task_ty)
         job = b.alloca(_JOB, name="job")
         job.align = 64
@@ -393,7 +428,12 @@ class _PoolBuilder:
             b.store(b.atomic_rmw("add", self.loop_seq, ir.Constant(I32, 1), "monotonic"), id_slot)
             b.store(b.call(self.now, []), start_slot)
         loop_id = b.load(id_slot, typ=I32)
+        # threads: the loop's own count, at most the pool's, at most one per task
         threads = self.load(b, self.cfg, I32, "monotonic")
+        threads = b.select(b.icmp_signed("<", wanted, threads), wanted, threads)
+        n32 = b.trunc(b.select(b.icmp_signed("<", n, ir.Constant(I64, 1 << 30)), n,
+                               ir.Constant(I64, 1 << 30)), I32)  # fmt: skip
+        threads = b.select(b.icmp_signed("<", n32, threads), n32, threads)
         single = b.or_(
             b.icmp_signed("<=", n, ir.Constant(I64, 1)),
             b.icmp_signed("<=", threads, ir.Constant(I32, 1)),
@@ -440,7 +480,12 @@ class _PoolBuilder:
         b.atomic_rmw("add", self.gen, ir.Constant(I32, 1), "seq_cst")
         asleep = self.load(b, self.sleepers, I32)
         with b.if_then(b.icmp_signed(">", asleep, ir.Constant(I32, 0))):
-            self.futex(b, _FUTEX_WAKE_PRIVATE, ir.Constant(I32, 0x7FFFFFFF))
+            # wake at most as many sleepers as the loop takes workers
+            # workers 0..allowed-1: bits 0..allowed-1 (all bits from 31 workers on)
+            many = b.icmp_signed(">=", allowed, ir.Constant(I32, 31))
+            low = b.sub(b.shl(ir.Constant(I32, 1), allowed), ir.Constant(I32, 1))
+            mask = b.select(many, ir.Constant(I32, _ALL_BITS), low)
+            self.futex(b, _FUTEX_WAKE_BITSET_PRIVATE, ir.Constant(I32, 0x7FFFFFFF), mask)
         b.call(self.run_tasks, [job, ir.Constant(I32, 0)])
         self.wait_zero(b, fn, self.field(b, job, 4), I64, "remaining")
         self.store(b, ir.Constant(PTR, None), self.cur_job)
@@ -470,7 +515,8 @@ class _PoolBuilder:
         b.position_at_end(got)
         self.store(b, ir.Constant(I32, 1), self.shutdown)
         b.atomic_rmw("add", self.gen, ir.Constant(I32, 1), "seq_cst")
-        self.futex(b, _FUTEX_WAKE_PRIVATE, ir.Constant(I32, 0x7FFFFFFF))
+        all_bits = ir.Constant(I32, _ALL_BITS)
+        self.futex(b, _FUTEX_WAKE_BITSET_PRIVATE, ir.Constant(I32, 0x7FFFFFFF), all_bits)
         count = b.load(self.nworkers, typ=I32)
         idx = self.entry_alloca(fn, I32, "i")
         b.store(ir.Constant(I32, 0), idx)
@@ -511,7 +557,7 @@ class PoolRuntime:
         self.engine = llvm.create_mcjit_compiler(ref, llvm_target.new_target_machine())
         self.engine.finalize_object()
         addr = self.engine.get_function_address
-        for name in (PARALLEL_FOR, NUM_THREADS, NOW_NS):
+        for name in (PARALLEL_FOR, PARALLEL_RUN, NUM_THREADS, NOW_NS):
             llvm.add_symbol(name, addr(name))
         self.num_threads = ctypes.CFUNCTYPE(ctypes.c_int32)(addr(NUM_THREADS))
         self.set_num_threads = ctypes.CFUNCTYPE(None, ctypes.c_int32)(

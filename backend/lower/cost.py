@@ -53,6 +53,7 @@ from ..tir.visitor import children as tir_children
 from ..tir.visitor import sub_expressions
 from .computes import made_by
 from .lower_func import LoweredKernel, TEGraph, choose_inlined
+from .parallel_plan import kernel_plans
 from .schedules import pick_anchor, stage_order
 
 MAX_NAME_LENGTH = 80
@@ -261,7 +262,7 @@ def anchor_operator(graph: TEGraph) -> str | None:
 def describe_kernel(fn: Function, lowered: LoweredKernel) -> KernelCost:
     """The `KernelCost` of a Primitive function and its lowered kernel: `fused_name` (not
     unique yet), the fused operators, the anchor operator as kind (else the first operator,
-    else `copy`), and the FLOPs and bytes of its compute definitions."""
+    else `copy`), the FLOPs and bytes of its compute definitions, and its parallel plan."""
     ops = fused_ops(fn)
     kind = anchor_operator(lowered.te) or (ops[0] if ops else "copy")
     return KernelCost(
@@ -270,6 +271,7 @@ def describe_kernel(fn: Function, lowered: LoweredKernel) -> KernelCost:
         kind=kind,
         flops=kernel_flops(lowered.te),
         bytes=kernel_bytes(lowered.te),
+        parallel=kernel_plans(lowered.func),
     )
 
 

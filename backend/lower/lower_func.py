@@ -22,7 +22,8 @@ Four steps:
 3. With `constant_params` (the weights: parameters every call passes a constant), the
    stages that depend only on weights (a packed weight) are folded: computed at build time
    and read by the kernel as inputs (`fold_constants`; `LoweredKernel.inputs`, `.folded`).
-4. `te.lower` builds the PrimFunc (inputs the outputs do not read still get a param).
+4. `te.lower` builds the PrimFunc (inputs the outputs do not read still get a param), and
+   `parallel_plan.plan_function` decides each parallel loop's threads and tasks.
 
 Errors: `MissingComputeError` (an operator has no compute definition) and `LoweringError`
 (dynamic shapes, non-tensor values, calls of functions) tell the executor to run the
@@ -41,7 +42,7 @@ from ...lang.expr import Call, Constant, Expr, Function, Let, Tuple, TupleGetIte
 from ...lang.op import Op
 from ...lang.traversal import post_order
 from ...lang.tuples import tuple_leaves
-from ...lang.types import FuncType, TensorType, TupleType, Type
+from ...lang.types import FuncType, ShapeVar, TensorType, TupleType, Type
 from ...typecheck import infer_expr
 from ...typecheck.result import ModuleTypes
 from ..target import Target
@@ -52,7 +53,9 @@ from ..tir.stmt import PrimFunc
 from ..tir.visitor import children as tir_children
 from .computes import apply_compute, has_compute
 from .fold_constants import FoldedStage, fold_constant_stages
+from .parallel_plan import plan_function
 from .schedules import is_injective_tag, stage_order
+from .symbolic import dim_expr
 
 MAX_INLINE_DEPTH = 150
 """Deepest expression (nodes on the longest path) that inlining may build."""
@@ -152,15 +155,18 @@ def _function_types(func: Function, types: ModuleTypes | FuncType | Sequence[Any
     return infer_expr(Call(func, args))
 
 
-def _static_tensor_type(ty: Type, what: str) -> TensorType:
+def _static_tensor_type(ty: Type, what: str, symbolic: bool = False) -> TensorType:
+    """`ty` as a tensor type with known dimensions (`symbolic`: integers or `ShapeVar`s)."""
     if not isinstance(ty, TensorType):
         raise LoweringError(f"{what} has type {ty}, not a tensor type")
-    if not ty.is_static():
+    if not ty.is_static() and (
+        not symbolic or any(not isinstance(d, int | ShapeVar) for d in ty.shape)
+    ):
         raise LoweringError(f"{what} has a dynamic shape {ty.shape}")
     return ty
 
 
-def _flatten_type(ty: Type, what: str) -> list[TensorType]:
+def _flatten_type(ty: Type, what: str, symbolic: bool = False) -> list[TensorType]:
     out: list[TensorType] = []
     stack: list[Type] = [ty]
     while stack:
@@ -168,7 +174,7 @@ def _flatten_type(ty: Type, what: str) -> list[TensorType]:
         if isinstance(t, TupleType):
             stack.extend(reversed(t.fields))
         else:
-            out.append(_static_tensor_type(t, what))
+            out.append(_static_tensor_type(t, what, symbolic))
     return out
 
 
@@ -177,14 +183,17 @@ def _flatten_type(ty: Type, what: str) -> list[TensorType]:
 TensorTree = Any  # a Tensor, or a tuple of TensorTrees
 
 
-def _placeholder_tree(ty: Type, name: str, made: list[Tensor], types: list[TensorType]) -> Any:
+def _placeholder_tree(
+    ty: Type, name: str, made: list[Tensor], types: list[TensorType], symbolic: bool = False
+) -> Any:
     """Placeholders for a (possibly tuple-typed) parameter, appended to `made` in order."""
     if isinstance(ty, TupleType):
         return tuple(
-            _placeholder_tree(f, f"{name}_{k}", made, types) for k, f in enumerate(ty.fields)
+            _placeholder_tree(f, f"{name}_{k}", made, types, symbolic)
+            for k, f in enumerate(ty.fields)
         )
-    tt = _static_tensor_type(ty, f"parameter %{name}")
-    t = placeholder(tuple(int(d) for d in tt.shape), tt.dtype, name)  # type: ignore[arg-type]
+    tt = _static_tensor_type(ty, f"parameter %{name}", symbolic)
+    t = placeholder(tuple(dim_expr(d) for d in tt.shape), tt.dtype, name)
     made.append(t)
     types.append(tt)
     return t
@@ -200,18 +209,21 @@ def _copy(t: Tensor) -> Tensor:
 
 
 def lower_to_te(
-    func: Function, types: ModuleTypes | FuncType | Sequence[Any] | None = None
+    func: Function,
+    types: ModuleTypes | FuncType | Sequence[Any] | None = None,
+    symbolic: bool = False,
 ) -> TEGraph:
     """The tensor expressions of a Primitive function (see the module docstring).
     `types` is the module's type table, the function's type, `(param_types, result_type)`,
-    or None (the parameters' annotations are used)."""
+    or None (the parameters' annotations are used). With `symbolic`, dimensions may be
+    `ShapeVar`s (a dynamic-shape kernel: `backend.lower.dynamic`)."""
     table = _function_types(func, types)
     params: list[Tensor] = []
     param_types: list[TensorType] = []
     values: dict[int, TensorTree] = {}
     for k, p in enumerate(func.params):
         name = p.name_hint or f"p{k}"
-        values[id(p)] = _placeholder_tree(table.type_of(p), name, params, param_types)
+        values[id(p)] = _placeholder_tree(table.type_of(p), name, params, param_types, symbolic)
     let_values: dict[int, Expr] = {}
     constants: list[tuple[Tensor, np.ndarray]] = []
 
@@ -246,13 +258,13 @@ def lower_to_te(
                 raise LoweringError("projection from a value that is not a tuple")
             values[id(node)] = tup[node.index]
         elif isinstance(node, Call):
-            values[id(node)] = _lower_call(node, value_of, table)
+            values[id(node)] = _lower_call(node, value_of, table, symbolic)
         elif isinstance(node, Op):
             continue
         else:
             raise LoweringError(f"cannot lower a {type(node).__name__} inside a kernel")
     result = value_of(func.body)
-    output_types = _flatten_type(table.type_of(func.body), "the result")
+    output_types = _flatten_type(table.type_of(func.body), "the result", symbolic)
     outputs = _distinct_outputs(tuple_leaves(result))
     if len(outputs) != len(output_types):
         raise LoweringError(
@@ -267,7 +279,7 @@ def lower_to_te(
     )
 
 
-def _lower_call(node: Call, value_of: Any, table: Any) -> TensorTree:
+def _lower_call(node: Call, value_of: Any, table: Any, symbolic: bool = False) -> TensorTree:
     op = node.op
     if not isinstance(op, Op):
         raise LoweringError(f"a kernel cannot call a {type(op).__name__}")
@@ -277,13 +289,22 @@ def _lower_call(node: Call, value_of: Any, table: Any) -> TensorTree:
     for arg in node.args:
         inputs.extend(tuple_leaves(value_of(arg)))
     out_type = table.type_of(node)
-    flat_out = _flatten_type(out_type, f"the result of {op.name}")
-    results = apply_compute(op, node.attrs, inputs, out_type)
+    flat_out = _flatten_type(out_type, f"the result of {op.name}", symbolic)
+    try:
+        results = apply_compute(op, node.attrs, inputs, out_type)
+    except (TypeError, ValueError) as exc:
+        if not symbolic:
+            raise
+        # a compute definition that needs integer extents where this kernel has run-time ones
+        raise LoweringError(f"{op.name} cannot compute with symbolic dimensions: {exc}") from exc
     if len(results) != len(flat_out):
         raise LoweringError(
             f"the compute of {op.name} returned {len(results)} tensors for {len(flat_out)} outputs"
         )
     for t, tt in zip(results, flat_out):
+        if symbolic and not tt.is_static():
+            _check_symbolic_shape(op, t, tt)
+            continue
         shape = tuple(_const_int(d) for d in t.shape)
         if shape != tuple(tt.shape) or t.dtype != tt.dtype:
             raise LoweringError(
@@ -293,6 +314,22 @@ def _lower_call(node: Call, value_of: Any, table: Any) -> TensorTree:
     if isinstance(out_type, TupleType):
         return _rebuild_tuple(out_type, iter(results))
     return results[0]
+
+
+def _check_symbolic_shape(op: Op, t: Tensor, tt: TensorType) -> None:
+    """A `LoweringError` unless the compute of `op` made `t` with exactly the dimensions of
+    `tt` (integers, or the very variables of its `ShapeVar`s)."""
+    expected = [dim_expr(d) for d in tt.shape]
+    same = len(expected) == len(t.shape) and t.dtype == tt.dtype
+    for want, got in zip(expected, t.shape):
+        if isinstance(want, int):
+            same = same and getattr(got, "value", None) == want
+        else:
+            same = same and got is want
+    if not same:
+        raise LoweringError(
+            f"the compute of {op.name} made {t.dtype}{list(t.shape)}, the type is {tt}"
+        )
 
 
 def _rebuild_tuple(ty: Type, items: Any) -> TensorTree:
@@ -462,16 +499,18 @@ def lower_primitive(
     name: str,
     target: Target | None = None,
     constant_params: Collection[int] | None = None,
+    symbolic: bool = False,
 ) -> LoweredKernel:
     """Lower a Primitive function to a scheduled kernel called `name` (module docstring).
     With `constant_params` (positions of the flattened parameters every call passes a
     constant to; may be empty), the stages that depend only on those and on the lifted
-    constants are computed at build time (`fold_constants`). `MissingComputeError` if an
-    operator has no compute definition; `LoweringError` for anything else this lowering
-    cannot compile."""
+    constants are computed at build time (`fold_constants`). With `symbolic`, dimensions
+    may be `ShapeVar`s, which become free loop-IR variables (`lower.dynamic` binds them).
+    `MissingComputeError` if an operator has no compute definition; `LoweringError` for
+    anything else this lowering cannot compile."""
     from ..te.lower import lower as te_lower
 
-    graph = lower_to_te(func, types)
+    graph = lower_to_te(func, types, symbolic)
     s, anchor = schedule_outputs(graph.outputs, target)
     folding = None
     if constant_params is not None:
@@ -488,6 +527,7 @@ def lower_primitive(
             *graph.outputs,
         ]
     prim = _with_unused_params(s, args, name, te_lower)
+    prim = plan_function(prim, (target or Target.host()).num_threads)
     return LoweredKernel(
         name=name,
         func=prim,

@@ -267,6 +267,10 @@ class _Lowering:
         return body
 
     def _compute_stmt(self, stage: Stage, stmts: dict[Stage, Stmt]) -> Stmt:
+        if stage.tensorized is not None:
+            from .tensorize import lower_tensorized
+
+            return lower_tensorized(self, stage, stmts)
         op = stage.op
         assert isinstance(op, ComputeOp)
         sb = self.bounds[stage]

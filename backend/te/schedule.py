@@ -109,6 +109,7 @@ class Stage:
         self.attach_ivar: IterVar | None = None
         self.is_output = False
         self.scope = "global"
+        self.tensorized: tuple[IterVar, Any] | None = None
         self.all_iter_vars: list[IterVar] = []
         self.leaf_iter_vars: list[IterVar] = []
         self._names: dict[IterVar, str] = {}
@@ -326,6 +327,22 @@ class Stage:
     def parallel(self, iv: IterVar | str) -> None:
         """Split loop `iv`'s iterations across the thread pool."""
         self._annotate("parallel", iv)
+
+    def tensorize(self, iv: IterVar | str, intrinsic: Any) -> None:
+        """Replace the loops from `iv` inward by `intrinsic` (a declared
+        `tensorize.TensorIntrinsic` or its name); lowering checks that they compute what it
+        does (see `tensorize`)."""
+        from .tensorize import TensorIntrinsic, lookup
+
+        self._check_loops("tensorize")
+        leaf = self._resolve(iv, "tensorize")
+        intr = lookup(intrinsic) if isinstance(intrinsic, str) else intrinsic
+        if not isinstance(intr, TensorIntrinsic):
+            raise ScheduleError(f"tensorize: expected a tensor intrinsic, got {intrinsic!r}")
+        if lookup(intr.name) is not intr:
+            raise ScheduleError(f"tensorize: intrinsic {intr.name} is not the declared one")
+        self.tensorized = (leaf, intr)
+        self._record("tensorize", self._names[leaf], intr.name)
 
     def compute_at(self, parent: Stage | Tensor | Operation | str, iv: IterVar | str) -> None:
         """Compute this stage inside loop `iv` of `parent` (a consumer), only the region the

@@ -7,6 +7,7 @@ stable names. A trace prints one step per line and parses back:
     reorder("C", "i.outer", "k", "i.inner")
     compute_at("B", "C", "i.outer")
     cache_read("A", "local", ["C"])
+    tensorize("C", "n.inner", "avx2_i16")
 
 It also serializes to JSON (`{"version": 1, "steps": [{"primitive": ..., "args": [...],
 "kwargs": {...}}]}`), and `replay(trace, schedule)` applies it to a fresh schedule of the same
@@ -44,6 +45,7 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "compute_root": (("name",), frozenset()),
     "cache_read": (("name", "name", "names"), frozenset({"output"})),
     "cache_write": (("name", "name"), frozenset({"output"})),
+    "tensorize": (("name", "name", "name"), frozenset()),
 }
 
 VERSION = 1
@@ -241,6 +243,8 @@ def apply_step(step: ScheduleStep, schedule: Schedule) -> None:
         tensor = stage.op.output(kw.get("output", 0))
         readers = [schedule[r] for r in rest[1]]  # type: ignore[union-attr]
         schedule.cache_read(tensor, rest[0], readers)  # type: ignore[arg-type]
+    elif p == "tensorize":
+        stage.tensorize(stage.iv(rest[0]), rest[1])  # type: ignore[arg-type]
     elif p == "cache_write":
         schedule.cache_write(stage.op.output(kw.get("output", 0)), rest[0])  # type: ignore[arg-type]
 

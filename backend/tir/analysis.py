@@ -318,9 +318,9 @@ def _check_expr(e: PrimExpr) -> str | None:
                 return "if_then_else needs (bool, value, value)"
             if e.args[1].dtype != e.args[2].dtype or e.args[1].dtype != e.dtype:
                 return "if_then_else branches differ in dtype"
-        from .op import INTRINSICS
+        from .op import is_intrinsic
 
-        if e.name not in INTRINSICS:
+        if not is_intrinsic(e.name):
             return f"unknown intrinsic `{e.name}`"
     elif isinstance(e, BufferLoad):
         return _check_access(e.buffer, e.indices)

@@ -33,6 +33,16 @@ INTRINSICS: frozenset[str] = frozenset(
 """Every intrinsic name a `Call` may use. `round` rounds half away from zero,
 `nearbyint` half to even; `shift_right` is arithmetic for signed types."""
 
+TENSOR_PREFIX = "tensor."
+"""Calls named `tensor.<body>` are tensorized regions (`te.tensorize`): their arguments are
+vectors (the accumulator, then each operand region), the body an LLVM emitter of
+`codegen.tensor_intrinsics`."""
+
+
+def is_intrinsic(name: str) -> bool:
+    """Whether a `Call` may use `name`: an entry of `INTRINSICS` or a tensor intrinsic."""
+    return name in INTRINSICS or name.startswith(TENSOR_PREFIX)
+
 
 def call(name: str, *args: ExprLike) -> PrimExpr:
     """An intrinsic call whose dtype follows from its arguments."""

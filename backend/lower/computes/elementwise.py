@@ -17,7 +17,7 @@ import numpy as np
 from ....lang.attrs import Attrs
 from ....lang.dtype import numpy_dtype
 from ....lang.optable import OpTable
-from ....lang.types import TensorType, TupleType, Type
+from ....lang.types import AnyDim, TensorType, TupleType, Type
 from ...te.tensor import Tensor, compute
 from ...tir import op as tir_op
 from ...tir.dtypes import INDEX_DTYPE, is_bool, is_float, is_uint
@@ -34,6 +34,7 @@ from ...tir.expr import (
     truncdiv,
     truncmod,
 )
+from ..symbolic import dim_expr
 from . import ComputeFn
 
 COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
@@ -54,14 +55,15 @@ def out_tensor_types(out_type: Type) -> list[TensorType]:
     else:
         fields = [out_type]
     for f in fields:
-        if not isinstance(f, TensorType) or not f.is_static():
+        if not isinstance(f, TensorType) or any(isinstance(d, AnyDim) for d in f.shape):
             raise TypeError(f"compute definitions need static tensor types, got {f}")
     return fields  # type: ignore[return-value]
 
 
 def out_shape(out_type: Type, k: int = 0) -> tuple[int, ...]:
     """The static shape of output `k`."""
-    return tuple(int(d) for d in out_tensor_types(out_type)[k].shape)  # type: ignore[arg-type]
+    # a dynamic-shape kernel's symbolic dimensions come through as loop-IR variables
+    return tuple(dim_expr(d) for d in out_tensor_types(out_type)[k].shape)  # type: ignore[misc]
 
 
 def out_dtype(out_type: Type, k: int = 0) -> str:
@@ -88,14 +90,18 @@ def flat_inputs(inputs: Sequence[Any]) -> list[Tensor]:
 
 
 def static_dims(t: Tensor) -> tuple[int, ...]:
-    """The static integer shape of a tensor."""
-    from ...tir.expr import IntImm
+    """The static integer shape of a tensor (in a dynamic-shape kernel, a symbolic
+    dimension stays its loop-IR variable)."""
+    from ...tir.expr import IntImm, Var
 
-    dims = []
+    dims: list[Any] = []
     for d in t.shape:
-        if not isinstance(d, IntImm):
+        if isinstance(d, IntImm):
+            dims.append(d.value)
+        elif isinstance(d, Var):
+            dims.append(d)
+        else:
             raise TypeError(f"tensor {t.name} has a non-constant dimension")
-        dims.append(d.value)
     return tuple(dims)
 
 

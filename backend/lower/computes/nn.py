@@ -22,7 +22,7 @@ from ....lang.attrs import Attrs
 from ....lang.dtype import numpy_dtype
 from ....lang.opdefs.semantics import layout_letters, listed_axes, normalize_axis
 from ....lang.optable import OpTable
-from ....lang.types import TensorType, TupleType, Type
+from ....lang.types import AnyDim, TensorType, TupleType, Type
 from ...te.tensor import Tensor, compute, max_reduce, reduce_axis, sum_
 from ...tir.dtypes import is_float
 from ...tir.expr import (
@@ -30,6 +30,7 @@ from ...tir.expr import (
     IntImm,
     IterVar,
     PrimExpr,
+    Var,
     all_of,
     cast,
     const,
@@ -38,6 +39,7 @@ from ...tir.expr import (
     select,
 )
 from ...tir.op import exp, if_then_else, log, pow_, sqrt
+from ..symbolic import dim_expr
 from . import ComputeFn
 
 COMPUTES: OpTable[ComputeFn] = OpTable("compute definition")
@@ -55,18 +57,23 @@ def tensor_type(out_type: Type, index: int | None = None) -> tuple[tuple[int, ..
         if index is not None and isinstance(out_type, TupleType)
         else out_type
     )
-    if not isinstance(t, TensorType) or not t.is_static():
+    if not isinstance(t, TensorType) or any(isinstance(d, AnyDim) for d in t.shape):
         raise ValueError(f"compute definitions need a static tensor type, got {t}")
-    return tuple(int(d) for d in t.shape), t.dtype  # type: ignore[arg-type]
+    # a dynamic-shape kernel's symbolic dimensions come through as loop-IR variables
+    return tuple(dim_expr(d) for d in t.shape), t.dtype  # type: ignore[misc]
 
 
 def int_shape(t: Tensor) -> tuple[int, ...]:
-    """The static shape of a tensor as Python ints."""
-    dims = []
+    """The static shape of a tensor as Python ints (in a dynamic-shape kernel, a symbolic
+    dimension stays its loop-IR variable)."""
+    dims: list[Any] = []
     for d in t.shape:
-        if not isinstance(d, IntImm):
-            raise ValueError(f"tensor {t.name} has a symbolic shape")
-        dims.append(d.value)
+        if isinstance(d, IntImm):
+            dims.append(d.value)
+        elif isinstance(d, Var):
+            dims.append(d)
+        else:
+            raise ValueError(f"tensor {t.name} has a computed symbolic dimension")
     return tuple(dims)
 
 
@@ -100,7 +107,7 @@ def pad(
         src = tuple(i - b if b else i for i, b in zip(idx, before))
         return if_then_else(all_of(*conds), x[src], fill)
 
-    out_shape = [n + b + a for n, b, a in zip(shape, before, after)]
+    out_shape = [n + b + a if b or a else n for n, b, a in zip(shape, before, after)]
     return compute(out_shape, body, name=name, tag="injective,pad")  # type: ignore[no-any-return]
 
 
@@ -316,7 +323,7 @@ def prelu(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Ten
 def _softmax_max(x: Tensor, axis: int, name: str) -> Tensor:
     """The maximum of `x` along `axis` (a tensor without `axis`)."""
     shape = int_shape(x)
-    red_shape = _drop(tuple(const(n) for n in shape), axis)
+    red_shape = _drop(x.shape, axis)
     k = reduce_axis(shape[axis], "k")
     return compute(  # type: ignore[no-any-return]
         red_shape,
@@ -329,7 +336,7 @@ def _softmax_max(x: Tensor, axis: int, name: str) -> Tensor:
 def _sum_along(x: Tensor, axis: int, name: str, term: Callable[[Index], PrimExpr]) -> Tensor:
     """The sum of `term(index)` over `axis` of `x`'s shape (a tensor without `axis`)."""
     shape = int_shape(x)
-    red_shape = _drop(tuple(const(n) for n in shape), axis)
+    red_shape = _drop(x.shape, axis)
     k = reduce_axis(shape[axis], "k")
     return compute(  # type: ignore[no-any-return]
         red_shape, lambda *i: sum_(term(_insert(i, axis, k.var)), axis=k), name, "comm_reduce"

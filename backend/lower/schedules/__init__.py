@@ -35,6 +35,7 @@ from ...te.tensor import ComputeOp, Operation, PlaceholderOp, ProducerLoad, Tens
 from ...tir.expr import IterVar, PrimExpr, Reduce, Var
 from ...tir.visitor import sub_expressions, substitute
 from ..computes import made_by
+from ..parallel_plan import GRAIN_WORK, choose
 
 Schedule: TypeAlias = Any
 """`backend.te.schedule.Schedule` (kept opaque here to avoid an import cycle)."""
@@ -45,11 +46,12 @@ ScheduleFn: TypeAlias = Callable[[Schedule, list[Tensor], Tensor, Target], None]
 INJECTIVE_TAGS = frozenset({"elemwise", "broadcast", "injective"})
 """Tag components of stages that map output elements to input elements (inlinable)."""
 
-PARALLEL_MIN_ELEMENTS = 32 * 1024
-"""Below this many output elements (of an elementwise loop nest) no parallel loop is made."""
+PARALLEL_MIN_WORK = GRAIN_WORK
+"""Below this many inner iterations (output elements × reduction length) no parallel loop:
+the grain of `parallel_plan`, which decides every parallel loop's threads and tasks."""
 
-PARALLEL_MIN_WORK = 64 * 1024
-"""Below this many inner iterations (output elements × reduction length) no parallel loop."""
+PARALLEL_MIN_ELEMENTS = PARALLEL_MIN_WORK
+"""Below this many output elements (of an elementwise loop nest) no parallel loop is made."""
 
 AnchorStage: TypeAlias = Callable[[Sequence[Operation]], Operation | None]
 """Which of an operator's materialized stages (producers first) anchors the kernel, or None."""
@@ -336,14 +338,20 @@ def parallel_rows(
     min_work: int = PARALLEL_MIN_WORK,
 ) -> IterVar | None:
     """Parallelize the outer loops `rows` (consecutive, outermost first), followed by `tail`
-    (the outer part of a split innermost loop, or None): fuse the rows into one parallel loop
-    when they give every thread several iterations, else fuse the tail in too. Nothing when
-    `work` (inner iterations in all) is below `min_work` or there is one thread. Returns
-    the parallel loop."""
+    (the outer part of a split innermost loop, or None): fuse the rows into one parallel loop,
+    and the tail too when the parallel plan (`parallel_plan.choose`) needs it to give the
+    threads even shares. Nothing when `work` (inner iterations in all) is below `min_work`
+    or the plan runs the loop on one thread. Returns the parallel loop."""
     if work < min_work or target.num_threads < 2:
         return None
     row_extent = math.prod(row_sizes)
-    if rows and row_extent >= 4 * target.num_threads:
+    extents = [row_extent, tail_extent] if tail is not None else [row_extent]
+    if not rows:
+        extents = [tail_extent]
+    plan = choose(work, extents, target.num_threads)
+    if plan.threads < 2:
+        return None
+    if rows and row_extent > 1 and plan.fused == 1:
         loop = stage.fuse(*rows) if len(rows) > 1 else rows[0]
     elif tail is not None and row_extent * tail_extent > 1:
         loop = stage.fuse(*rows, tail) if rows else tail

@@ -616,7 +616,11 @@ def schedule_nhwc(
 
 def schedule_conv2d(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
     """Pick the channel-vector, width-vector or NHWC nest (module docstring); a conv2d of
-    another form gets the generic schedule."""
+    another form gets the generic schedule; 8-bit operands get the int8 nest (`int8`)."""
+    from .int8 import schedule_conv2d_int8
+
+    if schedule_conv2d_int8(s, outputs, anchor, target):
+        return
     c = analyze_conv(s[anchor].op)
     if c is None or len(c.out_shape) != 4 or 0 in c.out_shape or 0 in _ints(c.raw.shape):
         from .generic import schedule_generic

@@ -16,10 +16,14 @@ casts around the loads) is computed as a register-blocked micro-kernel:
 
 `B` is packed into `[N/NB, K, NB]` (zero-filled past N) inside the kernel when its rows are
 contiguous in k (`dense`'s `(units, k)` weight), so the inner loop reads it as vectors; the
-packing reads the weight once per call (one extra pass over it: the price of keeping the
-kernel's params the Relay operator's inputs; a constant-folded pre-packed layout is the next
-issue's layout work). When `B` is already contiguous in n (`matmul` without transpose,
-`batch_matmul` with `transpose_b=False`) it is read directly.
+packing reads the weight once per call, one column block at a time (with the weights bound,
+`lower/fold_constants.py` computes the packed weight at build time instead). When `B` is
+already contiguous in n (`matmul` without transpose, `batch_matmul` with
+`transpose_b=False`) it is read directly, and so is the weight of `nn.contrib_dense_pack`
+when its layout `NC{nb}n` has the micro-kernel's column block (a whole number of vectors,
+at most the register budget): alter-op-layout packs a constant weight so at compile time,
+and the kernel has no packing stage at all. A packed weight of another block is repacked
+like a plain one.
 
 Few rows (M <= `GEMV_MAX_ROWS`: batch-1 models) or fewer columns than a vector use the
 GEMV form instead, which packs nothing (the weight is read once, which bounds the speed):
@@ -62,7 +66,17 @@ from ...te.tensor import (
     reduce_axis,
     sum_,
 )
-from ...tir.expr import IterKind, IterVar, PrimExpr, Range, Reduce, Var, const
+from ...tir.expr import (
+    FloorDiv,
+    FloorMod,
+    IterKind,
+    IterVar,
+    PrimExpr,
+    Range,
+    Reduce,
+    Var,
+    const,
+)
 from ...tir.op import if_then_else
 from ...tir.visitor import sub_expressions
 from . import (
@@ -176,7 +190,8 @@ def install(s: Schedule, outputs: Sequence[Tensor], anchor: Tensor, main: Tensor
 class Product:
     """A matrix-product anchor: `op` reduces `source` over `k`; `lhs`/`rhs` are its two
     loads (the rhs reads the last output axis `n`), `rhs_layout` says what the rhs's last
-    index is: `"k"` (pack it), `"n"` (vectorize it directly)."""
+    index is: `"k"` (pack it), `"n"` (vectorize it directly), `"packed"` (the rhs is
+    `[N/block, K, block]`, read at `[n // block, k, n % block]`: `contrib_dense_pack`)."""
 
     op: ComputeOp
     reduce: Reduce
@@ -184,6 +199,8 @@ class Product:
     lhs: ProducerLoad
     rhs: ProducerLoad
     rhs_layout: str
+    block: int = 0
+    """The rhs's column block when `rhs_layout` is `"packed"`."""
 
 
 def analyze_product(op: Operation) -> Product | None:
@@ -210,9 +227,27 @@ def analyze_product(op: Operation) -> Product | None:
         layout = "k"
     elif last is n and not any(_mentions_expr(i, n) for i in rhs[0].indices[:-1]):
         layout = "n"
+    elif block := packed_block(rhs[0], n, k.var):
+        return Product(op, body, k, lhs[0], rhs[0], "packed", block)
     else:
         return None
     return Product(op, body, k, lhs[0], rhs[0], layout)
+
+
+def packed_block(load: ProducerLoad, n: Var, k: Var) -> int:
+    """`block` when `load` reads `[n // block, k, n % block]` (a weight in the layout
+    `NC{block}n`), else 0."""
+    if len(load.indices) != 3:
+        return 0
+    outer, middle, inner = load.indices
+    if middle is not k or not isinstance(outer, FloorDiv) or not isinstance(inner, FloorMod):
+        return 0
+    if outer.a is not n or inner.a is not n:
+        return 0
+    block = getattr(outer.b, "value", None)
+    if not isinstance(block, int) or block <= 0 or getattr(inner.b, "value", None) != block:
+        return 0
+    return block
 
 
 def _mentions_expr(e: PrimExpr, v: Var) -> bool:
@@ -238,13 +273,14 @@ def _fresh_reduce(iv: IterVar, name: str | None = None) -> IterVar:
 
 def packed_product(p: Product, nb: int) -> tuple[Tensor, Tensor | None]:
     """(the product over `n` padded to a multiple of `nb`, reading the rhs packed as
-    `[..., N/nb, K, nb]`, and the packing stage) for an rhs contiguous in k; the product
-    over the exact domain and None for an rhs contiguous in n."""
+    `[..., N/nb, K, nb]`, and the packing stage) for an rhs contiguous in k (or packed by
+    another block); the product over the exact domain and None for an rhs contiguous in n
+    or already packed by `nb`."""
     op = p.op
     sizes = [int(getattr(iv.dom.extent, "value", 0)) for iv in op.axis]
     n_ext = sizes[-1]
     k_new = _fresh_reduce(p.k)
-    if p.rhs_layout == "n":
+    if p.rhs_layout == "n" or (p.rhs_layout == "packed" and p.block == nb):
         shape = sizes
 
         def plain(*idx: PrimExpr) -> PrimExpr:
@@ -308,11 +344,23 @@ def choose_blocking(rows: int, cols: int, lanes: int, target: Target) -> Blockin
     at most 24 (12) accumulators, leaving registers for the rhs vectors and the broadcast.
     Measured on dense 1024^3: 6x64 runs at twice the speed on 2 threads as on one and beats
     8x48, 8x32, 5x64 and grouping column blocks (8x64 spills)."""
-    regs = VECTOR_REGISTERS.get(target.vector_bits, 16)
-    max_vecs = 4 if regs >= 32 else 2
-    vecs = max(1, min(max_vecs, -(-cols // lanes)))
-    mr = 6 if vecs == max_vecs else 8
-    return Blocking(max(1, min(rows, mr)), vecs * lanes, lanes)
+    vecs = max(1, min(_max_vectors(target), -(-cols // lanes)))
+    return Blocking(blocking_rows(rows, vecs, target), vecs * lanes, lanes)
+
+
+def _max_vectors(target: Target) -> int:
+    return 4 if VECTOR_REGISTERS.get(target.vector_bits, 16) >= 32 else 2
+
+
+def blocking_rows(rows: int, vecs: int, target: Target) -> int:
+    """The micro-kernel's rows for `vecs` column vectors (`choose_blocking`'s rule)."""
+    return max(1, min(rows, 6 if vecs == _max_vectors(target) else 8))
+
+
+def fits_registers(block: int, lanes: int, target: Target) -> bool:
+    """Whether a column block of `block` is a micro-kernel's (whole vectors, at most the
+    register budget's count of them)."""
+    return block % lanes == 0 and 1 <= block // lanes <= _max_vectors(target)
 
 
 def _enough_work(op: Operation, reduce_len: int) -> bool:
@@ -522,6 +570,8 @@ def schedule_product(s: Schedule, outputs: list[Tensor], anchor: Tensor, target:
         schedule_gemv(s, host, total, partial, target)
         return True
     blocking = choose_blocking(rows, cols, lanes, target)
+    if p.rhs_layout == "packed" and fits_registers(p.block, lanes, target):
+        blocking = Blocking(blocking_rows(rows, p.block // lanes, target), p.block, lanes)
     main, packed = packed_product(p, blocking.nb)
     host = install(s, outputs, anchor, main, lambda *i: main[i])
     schedule_gemm(s, host, main, packed, blocking, target)
@@ -530,7 +580,11 @@ def schedule_product(s: Schedule, outputs: list[Tensor], anchor: Tensor, target:
 
 def schedule_dense(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
     """`dense`/`matmul`/`contrib_dense_pack` (module docstring); an anchor of another form
-    gets the generic reduction schedule."""
+    gets the generic reduction schedule; 8-bit operands get the int8 nest (`int8`)."""
+    from .int8 import schedule_dense_int8
+
+    if schedule_dense_int8(s, outputs, anchor, target):
+        return
     if not schedule_product(s, outputs, anchor, target):
         from .generic import schedule_generic
 
@@ -548,8 +602,11 @@ __all__ = [
     "Blocking",
     "Product",
     "analyze_product",
+    "blocking_rows",
     "choose_blocking",
+    "fits_registers",
     "install",
+    "packed_block",
     "packed_product",
     "replace_anchor",
     "schedule_dense",

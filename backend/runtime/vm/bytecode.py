@@ -63,6 +63,20 @@ class InvokeKernel:
 
 
 @frozen
+class InvokeDynamicKernel:
+    """Call dynamic-shape kernel `kernel` (`VMKernel.dynamic`) on the tensors in `inputs`:
+    bind its shape variables from their shapes (checking every other dimension), allocate
+    its outputs into `outputs` with the shapes that gives, and run it (or, when the shapes
+    break an assumption the kernel was compiled under, its function in the interpreter on
+    the call's arguments `args`, whose tensors `inputs` are)."""
+
+    kernel: int
+    args: Registers
+    inputs: Registers
+    outputs: Registers
+
+
+@frozen
 class InvokeFallback:
     """`dst` = primitive function `kernel` (which has no native code) run by the
     interpreter on `args`."""
@@ -257,6 +271,7 @@ Instruction = (
     | LoadConst
     | AllocTensor
     | InvokeKernel
+    | InvokeDynamicKernel
     | InvokeFallback
     | InvokeOp
     | Goto
@@ -293,15 +308,32 @@ class VMFunction:
 
 
 @frozen
+class DynamicLayout:
+    """The shapes of a dynamic-shape kernel: per (flattened) input and output, its
+    dimensions — `d >= 0` a static size, `d < 0` shape variable `-1 - d` — and numpy
+    dtype; the variables' names; and the kernel's primitive function, which the
+    interpreter runs on a call whose shapes break the kernel's assumptions (two
+    occurrences of one variable with different sizes). The native kernel takes an int64
+    array of the variables' values after its outputs."""
+
+    inputs: tuple[tuple[tuple[int, ...], np.dtype], ...]
+    outputs: tuple[tuple[tuple[int, ...], np.dtype], ...]
+    variables: tuple[str, ...]
+    function: Function
+
+
+@frozen
 class VMKernel:
     """A kernel the program calls: its symbol, the positions of its lifted constants in
     the program's `params`, the (shape, numpy dtype) of each input it reads, or the
-    primitive function the interpreter runs when it has no native code."""
+    primitive function the interpreter runs when it has no native code; `dynamic` for a
+    kernel compiled once for all sizes of its `?` or symbolic dimensions."""
 
     name: str
     lifted: tuple[int, ...] = ()
     inputs: tuple[tuple[tuple[int, ...], np.dtype], ...] = ()
     fallback: Function | None = None
+    dynamic: DynamicLayout | None = None
 
 
 @define
@@ -320,6 +352,8 @@ class VMProgram:
         lines = []
         for k, kernel in enumerate(self.kernels):
             how = "interpreted" if kernel.fallback is not None else "native"
+            if kernel.dynamic is not None:
+                how += ", dynamic: " + ", ".join(kernel.dynamic.variables)
             lines.append(f"kernel {k}: {kernel.name} ({how})")
         for index, fn in enumerate(self.functions):
             entry = " (entry)" if index == self.entry else ""
@@ -351,6 +385,7 @@ __all__ = [
     "AllocClosure",
     "AllocTensor",
     "AllocTuple",
+    "DynamicLayout",
     "Fail",
     "GetADTField",
     "GetField",
@@ -359,6 +394,7 @@ __all__ = [
     "Instruction",
     "Invoke",
     "InvokeClosure",
+    "InvokeDynamicKernel",
     "InvokeFallback",
     "InvokeKernel",
     "InvokeOp",

@@ -7,8 +7,18 @@ recursion depth is bounded by memory, not by Python's stack; tail calls (`TailIn
 Native kernels are called through ctypes on the arrays' data pointers; each input tensor
 is checked against the kernel's static shape and dtype first (a tensor inside an ADT
 argument is not checked when the program starts), so a wrong tensor is an `InputError`,
-never a wild memory access. Kernels without native code, and operator calls fusion left
+never a wild memory access. A dynamic-shape kernel's inputs bind its shape variables, the
+outputs are allocated from them (shapes cached per kernel and sizes) and the values are
+passed to the kernel. Kernels without native code, and operator calls fusion left
 outside any kernel, run in the reference interpreter.
+
+Dispatch: before a function first runs, each run of `AllocTensor`s followed by the
+`InvokeKernel` that writes exactly those registers is replaced, at the first
+`AllocTensor`'s position, by one executor-private `KernelCall` holding everything the
+call needs (the ctypes function, per input its register and expected layout, the lifted
+constants' addresses, per output its register, shape and dtype) and the position after the
+`InvokeKernel`; the instructions it covers stay in place, so every jump target keeps its
+meaning. `Executor(..., fuse=False)` runs the bytecode as it is.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from .bytecode import (
     AllocClosure,
     AllocTensor,
     AllocTuple,
+    DynamicLayout,
     Fail,
     GetADTField,
     GetField,
@@ -36,6 +47,7 @@ from .bytecode import (
     Goto,
     Invoke,
     InvokeClosure,
+    InvokeDynamicKernel,
     InvokeFallback,
     InvokeKernel,
     InvokeOp,
@@ -68,6 +80,27 @@ class VMClosure:
         return f"<vm closure {self.func}>"
 
 
+class KernelCall:
+    """Executor-private: allocate a native kernel's outputs and call it (an `InvokeKernel`
+    and the `AllocTensor`s of its outputs), then continue at `next_pc`."""
+
+    __slots__ = ("allocs", "fn", "inputs", "lifted", "next_pc")
+
+    def __init__(
+        self,
+        fn: Callable[..., None],
+        inputs: tuple[tuple[int, tuple[int, ...], np.dtype, tuple[int, ...]], ...],
+        lifted: tuple[int, ...],
+        allocs: tuple[tuple[int, tuple[int, ...], np.dtype], ...],
+        next_pc: int,
+    ) -> None:
+        self.fn = fn
+        self.inputs = inputs
+        self.lifted = lifted
+        self.allocs = allocs
+        self.next_pc = next_pc
+
+
 class RunCounts:
     """What the last run did: native kernel calls, interpreted kernel or operator calls,
     and function calls."""
@@ -83,8 +116,11 @@ class RunCounts:
 class Executor:
     """Runs a `VMProgram` whose native kernels are in `library`."""
 
-    def __init__(self, program: VMProgram, library: NativeLibrary | None) -> None:
+    def __init__(
+        self, program: VMProgram, library: NativeLibrary | None, fuse: bool = True
+    ) -> None:
         self.program = program
+        self.fuse = fuse
         self.library = library
         self._kernel_fns: list[Callable[..., None] | None] | None = None
         self._params = [np.require(p, requirements="C") for p in program.params]
@@ -96,7 +132,9 @@ class Executor:
             for k in program.kernels
         ]
         self._switch_tables: dict[int, dict[int, int]] = {}
+        self._shapes: dict[int, dict[tuple[int, ...], Any]] = {}
         self._interpreter: Any = None
+        self._codes: list[list[Any] | None] = [None] * len(program.functions)
         self.last = RunCounts()
 
     def _kernels(self) -> list[Callable[..., None] | None]:
@@ -111,6 +149,44 @@ class Executor:
                     fns.append(self.library.get(kernel.name))
             self._kernel_fns = fns
         return self._kernel_fns
+
+    def _code(self, func: int) -> list[Any]:
+        """The code the loop runs for function `func` (see the module docstring)."""
+        code = self._codes[func]
+        if code is None:
+            code = self._codes[func] = self._fused(self.program.functions[func].code)
+        return code
+
+    def _fused(self, original: Any) -> list[Any]:
+        """`original` with `KernelCall`s in place of allocate-then-call sequences."""
+        code = list(original)
+        if not self.fuse:
+            return code
+        fns = self._kernels()
+        start = 0
+        while start < len(code):
+            end = start
+            while end < len(code) and type(code[end]) is AllocTensor:
+                end += 1
+            call = code[end] if end < len(code) else None
+            if end > start and type(call) is InvokeKernel and fns[call.kernel] is not None:
+                allocated = {ins.dst: ins for ins in code[start:end]}
+                outputs = call.outputs
+                if (
+                    len(allocated) == end - start
+                    and sorted(allocated) == sorted(outputs)
+                    and not set(outputs) & set(call.inputs)
+                ):
+                    layouts = self._layouts[call.kernel]
+                    code[start] = KernelCall(
+                        fns[call.kernel],  # type: ignore[arg-type]
+                        tuple((r, *layout) for r, layout in zip(call.inputs, layouts)),
+                        self._lifted[call.kernel],
+                        tuple((r, allocated[r].shape, allocated[r].dtype) for r in outputs),
+                        end + 1,
+                    )
+            start = end + 1
+        return code
 
     def _interp(self) -> Any:
         if self._interpreter is None:
@@ -141,16 +217,35 @@ class Executor:
         empty = np.empty
         address = data_address
 
+        codes = self._codes
         fn = functions[program.entry]
         regs: list[Any] = list(args) + [None] * (fn.registers - len(args))
-        code = fn.code
+        code = codes[program.entry] or self._code(program.entry)
         pc = 0
         stack: list[tuple[Any, list[Any], int, int]] = []
         while True:
             ins: Any = code[pc]
             pc += 1
             kind = type(ins)
-            if kind is InvokeKernel:
+            if kind is KernelCall:
+                ptrs = []
+                for r, shape, dtype, strides in ins.inputs:
+                    a = regs[r]
+                    if type(a) is not ndarray or a.shape != shape:
+                        raise _bad_tensor(a, shape, dtype)
+                    if a.dtype is not dtype and a.dtype != dtype:
+                        raise _bad_tensor(a, shape, dtype)
+                    if a.strides != strides and not (a.flags.c_contiguous and a.flags.aligned):
+                        a = regs[r] = np.require(a, requirements=("C", "A"))
+                    ptrs.append(address(a))
+                ptrs.extend(ins.lifted)
+                for r, shape, dtype in ins.allocs:
+                    a = regs[r] = empty(shape, dtype)
+                    ptrs.append(address(a))
+                ins.fn(*ptrs)
+                counts.native_calls += 1
+                pc = ins.next_pc
+            elif kind is InvokeKernel:
                 k = ins.kernel
                 ptrs = []
                 for r, (shape, dtype, strides) in zip(ins.inputs, layouts[k]):
@@ -169,6 +264,8 @@ class Executor:
                 counts.native_calls += 1
             elif kind is AllocTensor:
                 regs[ins.dst] = empty(ins.shape, ins.dtype)
+            elif kind is InvokeDynamicKernel:
+                self._call_dynamic(ins, regs, kernel_fns, counts)
             elif kind is Move:
                 regs[ins.dst] = regs[ins.src]
             elif kind is GetField:
@@ -189,7 +286,7 @@ class Executor:
                 new.extend([None] * (callee.registers - len(new)))
                 if kind is Invoke:
                     stack.append((code, regs, pc, ins.dst))
-                regs, code, pc = new, callee.code, 0
+                regs, code, pc = new, codes[ins.func] or self._code(ins.func), 0
                 counts.calls += 1
             elif kind is InvokeClosure or kind is TailInvokeClosure:
                 target = regs[ins.closure]
@@ -215,7 +312,7 @@ class Executor:
                 new.extend([None] * (callee.registers - len(new)))
                 if kind is InvokeClosure:
                     stack.append((code, regs, pc, ins.dst))
-                regs, code, pc = new, callee.code, 0
+                regs, code, pc = new, codes[target.func] or self._code(target.func), 0
                 counts.calls += 1
             elif kind is JumpIfFalse:
                 if not regs[ins.cond]:
@@ -263,6 +360,71 @@ class Executor:
             else:  # pragma: no cover - the compiler emits nothing else
                 raise Error(f"the VM cannot execute {ins!r}")
 
+    def _call_dynamic(
+        self,
+        ins: InvokeDynamicKernel,
+        regs: list[Any],
+        kernel_fns: list[Callable[..., None] | None],
+        counts: RunCounts,
+    ) -> None:
+        """Run `ins` (see `InvokeDynamicKernel`): bind the shape variables, check the
+        inputs, allocate the outputs from the shapes the variables give, call the kernel
+        with the variables' values last."""
+        k = ins.kernel
+        layout = self.program.kernels[k].dynamic
+        assert layout is not None
+        values = [-1] * len(layout.variables)
+        ptrs = []
+        for r, (dims, dtype) in zip(ins.inputs, layout.inputs):
+            a = regs[r]
+            if type(a) is not np.ndarray or a.ndim != len(dims) or a.dtype != dtype:
+                raise _bad_dynamic(a, dims, dtype, layout)
+            for d, size in zip(dims, a.shape):
+                if d >= 0:
+                    if d != size:
+                        raise _bad_dynamic(a, dims, dtype, layout)
+                elif values[-1 - d] < 0:
+                    values[-1 - d] = size
+                elif values[-1 - d] != size:
+                    # an assumption of the kernel does not hold (a `?` broadcast): interpret
+                    result = self._interp().call(
+                        Closure(layout.function, None), [regs[r] for r in ins.args]
+                    )
+                    self._store_outputs(result, ins.outputs, regs)
+                    counts.interpreted_calls += 1
+                    return
+            if not (a.flags.c_contiguous and a.flags.aligned):
+                a = regs[r] = np.require(a, requirements=("C", "A"))
+            ptrs.append(data_address(a))
+        cache = self._shapes.setdefault(k, {})
+        key = tuple(values)
+        known = cache.get(key)
+        if known is None:
+            if len(cache) > 64:
+                cache.clear()
+            shapes = tuple(
+                (tuple(d if d >= 0 else values[-1 - d] for d in dims), dtype)
+                for dims, dtype in layout.outputs
+            )
+            known = cache[key] = (shapes, np.array(values or [0], dtype=np.int64))
+        shapes, dims_array = known
+        ptrs.extend(self._lifted[k])
+        for r, (shape, dtype) in zip(ins.outputs, shapes):
+            out = regs[r] = np.empty(shape, dtype)
+            ptrs.append(data_address(out))
+        ptrs.append(data_address(dims_array))
+        kernel_fns[k](*ptrs)  # type: ignore[misc]
+        counts.native_calls += 1
+
+    @staticmethod
+    def _store_outputs(result: Any, outputs: tuple[int, ...], regs: list[Any]) -> None:
+        """The tensors of an interpreted kernel's `result` (a tensor or nested tuple) into
+        the registers `outputs`, depth first."""
+        from ....lang.tuples import tuple_leaves
+
+        for r, value in zip(outputs, tuple_leaves(result)):
+            regs[r] = value
+
     def _apply_op(self, op: Op, attrs: Any, args: list[Any], ins: Any) -> Any:
         """Operator `op` applied by its reference implementation, errors at `ins`'s span."""
         from ....lang.expr import Call
@@ -292,6 +454,20 @@ def _c_strides(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
         strides.append(step)
         step *= size
     return tuple(reversed(strides))
+
+
+def _bad_dynamic(
+    value: Any, dims: tuple[int, ...], dtype: np.dtype, layout: DynamicLayout
+) -> InputError:
+    """The error for a tensor a dynamic-shape kernel cannot read."""
+    from ..inputs import describe_array
+
+    got = describe_array(value) if isinstance(value, np.ndarray) else format_value(value)
+    text = ", ".join(str(d) if d >= 0 else layout.variables[-1 - d] for d in dims)
+    return InputError(
+        f"a tensor reached a kernel expecting Tensor[({text}), {dtype}] but is {got} "
+        "(check the tensors inside the arguments' ADT values)"
+    )
 
 
 def _bad_tensor(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> InputError:

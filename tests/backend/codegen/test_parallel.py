@@ -123,7 +123,7 @@ def test_one_thread_runs_inline_and_more_threads_agree():
 
 def test_nested_parallel_runs_inner_serially():
     lib = compile_module([scale_rows("f", 40, 50, kind=PAR, inner=PAR)])
-    assert lib.llvm_ir_unoptimized.count('call void @"__relay_parallel_for"') == 1
+    assert lib.llvm_ir_unoptimized.count('call void @"__relay_parallel_run"') == 1
     x = aligned_copy(np.random.default_rng(2).random(2000).astype(np.float32))
     out = aligned_empty(2000, "float32")
     lib.run("f", x, out)

@@ -192,3 +192,54 @@ def test_shares_hold_every_kernel_once_largest_first():
     totals = [sum(sizes[k] for k in g) for g in groups]
     assert totals[0] == max(totals)
     assert len(groups) <= 4
+
+
+def test_a_build_reports_the_seconds_of_each_stage(parallel_always):
+    model, _ = _build(params=True)
+    seconds = model.stats.seconds
+    for stage in ("check", "optimize", "plan", "lower", "tir+opt", "link", "machine-code"):
+        assert seconds[stage] >= 0.0, stage
+    # the workers' own stage times come back with their parts
+    assert {"workers.tir", "workers.llvm-ir", "workers.llvm-opt"} <= seconds.keys()
+    report = relay.driver.stage_report(seconds, total=1.5)
+    rows = [line.split()[0] for line in report.splitlines()[1:]]
+    assert rows.index("optimize") < rows.index("lower") < rows.index("machine-code")
+    assert report.splitlines()[-1].split() == ["total", "1.500"]
+
+
+def test_in_process_stages_are_split(monkeypatch):
+    monkeypatch.setenv(compile_jobs.JOBS_ENV, "1")
+    model, _ = _build(params=False)
+    seconds = model.stats.seconds
+    parts = ("llvm-ir", "llvm-opt", "machine-code", "load")
+    assert all(seconds[p] >= 0.0 for p in parts) and "tir+opt" not in seconds
+    assert seconds["codegen"] >= sum(seconds[p] for p in parts) * 0.99
+
+
+def test_workers_start_early_only_when_builds_use_them(monkeypatch):
+    monkeypatch.setenv(compile_jobs.JOBS_ENV, "1")
+    assert compile_jobs.start_workers() == 0
+    monkeypatch.setattr(compile_jobs, "available_cpus", lambda: 1)
+    monkeypatch.delenv(compile_jobs.JOBS_ENV)
+    assert compile_jobs.start_workers() == 0
+    assert compile_jobs.start_workers(2) == 2  # asked for explicitly
+    compile_jobs.stop_workers()
+
+
+def test_big_models_start_their_workers_before_optimizing(monkeypatch):
+    started: list[int | None] = []
+    monkeypatch.setattr(compile_jobs, "start_workers", lambda n=None: started.append(n) or 0)
+    monkeypatch.delenv("RELAY_CACHE_DIR", raising=False)
+    convs = "\n".join(f"  %{k + 1} = nn.conv2d(%{k}, %w, padding=[1, 1]);" for k in range(12))
+    text = (
+        '#[version = "0.0.5"]\n'
+        "def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(2, 2, 3, 3), float32]) {\n"
+        f"  %0 = nn.relu(%x);\n{convs}\n  %12\n}}\n"
+    )
+    module = relay.parse(text)
+    assert relay.driver.heavy_calls(module) == 12
+    relay.build(module, target="llvm -num-threads=1")
+    assert started == [None]
+    started.clear()
+    relay.build(relay.parse(CONVNET), target="llvm -num-threads=1")  # two convs, one dense
+    assert started == []

@@ -134,6 +134,6 @@ def test_the_profiling_twin_leaves_the_optimized_plain_entry_unchanged():
     with_twin = compile_module(kernels, entry=plan)
     without = compile_module(kernels, entry=plan, profiled=False)
     assert profiled_name("model_main") not in without.names()
-    assert "__relay_parallel_for" in _function_text(without.llvm_ir, "k")
+    assert "__relay_parallel_run" in _function_text(without.llvm_ir, "k")
     for name in ("model_main", "k"):
         assert _function_text(with_twin.llvm_ir, name) == _function_text(without.llvm_ir, name)

@@ -270,14 +270,30 @@ def _lowered_depthwise(c_outer, size, k, stride, pad, target):
     return astext(lower_pipeline(lower(s, [x, wt, b, out], "kernel")))
 
 
-@pytest.mark.parametrize("size,stride", [(56, 1), (29, 1), (36, 2)])
+@pytest.mark.parametrize("size,stride", [(56, 2), (59, 2), (36, 2)])
 def test_depthwise_planes_read_the_input_unpadded(size, stride):
-    """On channel-block planes the padding is no copy of the input but guards, and loop
-    partitioning removes every guard (the border rows and column blocks are split off)."""
+    """On channel-block planes (stride 2) the padding is no copy of the input but guards,
+    and loop partitioning removes every guard (the border rows and column blocks are split
+    off)."""
     text = _lowered_depthwise(4, size, 3, stride, 1, Target(vector_bits=256, num_threads=2))
     assert "conv2d_pad" not in text
     assert "if_then_else" not in text
     assert "parallel" in text
+
+
+@pytest.mark.parametrize("size", [56, 29])
+def test_stride_one_depthwise_runs_parallel_over_rows(size):
+    """Stride-1 depthwise layers run parallel over output rows (batch, channel block and
+    row fused), reading the input unpadded: only the row guards stay, the column guards
+    are split off; the result matches the reference."""
+    target = Target(vector_bits=256, num_threads=2)
+    text = _lowered_depthwise(4, size, 3, 1, 1, target)
+    assert "conv2d_pad" not in text
+    assert "ax0_ax1_fused_ax2_fused in parallel" in text
+    guards = re.findall(r"if_then_else\(([^,]*),", text)
+    assert guards and all("ax0_ax1_fused_ax2_fused" in g for g in guards)
+    got, want, _ = nchwc_case(1, 4, size, size, 8, 4, 8, 3, 1, 1, depthwise=True, target=target)
+    assert_close(got, want)
 
 
 def test_depthwise_columns():

@@ -314,3 +314,13 @@ def test_winograd_ops_compute_conv2d(tile):
         kernel_size=[3, 3],
     )
     np.testing.assert_allclose(swapped, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("tile", [2, 4])
+def test_winograd_weight_transform_is_g_w_gt_for_every_channel_pair(tile):
+    rng = np.random.default_rng(7)
+    w = rng.normal(size=(6, 4, 3, 3)).astype("float32")
+    u = call("nn.contrib_conv2d_winograd_weight_transform", w, tile_size=tile)
+    g = winograd_g(tile, 3).astype("float32").astype("float64")
+    expected = np.einsum("eh,nw,oihw->enoi", g, g, w.astype("float64")).astype("float32")
+    np.testing.assert_allclose(u, expected, rtol=1e-6, atol=1e-6)

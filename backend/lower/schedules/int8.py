@@ -1,0 +1,412 @@
+"""int8 kernels: `nn.dense` and `nn.conv2d` on 8-bit operands with int32 accumulation (what
+`relay.quantize` realizes), as register-blocked loop nests whose innermost dot products are
+one tensorized instruction (`te.tensorize`, intrinsics of `te.intrinsics_x86`).
+
+The instruction is picked by the target's features (`choose_plan`): AVX-512 VNNI `vpdpbusd`
+on 16 int32 lanes, AVX-VNNI `vpdpbusd` on 8, else AVX2 `vpmaddwd` on int16 pairs; a target
+without AVX2 keeps the ordinary schedules. Every path is exact (no saturating instruction):
+
+* `vpdpbusd` multiplies an unsigned byte by a signed one. The data operand (int8) is moved
+  to uint8 by adding 128 (`a + 128`), and the product corrected by a weight sum computed once
+  (`sum_k (a + 128) * w = sum_k a * w + 128 * sum_k w`): the result subtracts
+  `128 * wsum[n]`, as VNNI users do. Zero padding of the data is 128 in that form.
+* `vpmaddwd` multiplies int16 pairs: both operands sign- (or zero-) extended to int16, which
+  no product of 8-bit values overflows (`pmaddubsw` would saturate, so it is not used).
+
+dense `C[m, n] = sum_k A[m, k] * W[n, k]`, with L lanes and G values per lane:
+
+    a[Mp, Kp]               = A (+128, or as int16), zero past M, K      # root, parallel
+    w[Np/L, Kp/G, L, G]     = W, zero past N, K                          # folded at build time
+    for no (parallel), mo:                                               # when W is constant
+      acc[MR, NB] = 0                                     # MR x NB/L vector registers
+      for ko: for mi (unrolled): for v (unrolled):
+        acc[mi, v*L : +L] = dot(acc[mi, v*L : +L], a[m, ko*G : +G], w[n/L, ko, :, :])
+      out[m, n] = tail(acc[mi, ni] - 128 * wsum[n])       # bias, requantize: vectorized
+
+conv2d (NCHW/OIHW, groups 1): the data transposed once to `[N, H', W', C]` (channels last,
+padded), the weight packed `[OC/L, KH, KW, IC/G, L, G]` (folded), the result accumulated for
+a tile of `OWT` columns by `VB` channel vectors over `(kh, kw, ic/G)`, stored channel-blocked
+`res[N, OC/L, OH, OW, L]`, and the tail (requantize) reads it back in NCHW.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from attrs import frozen
+
+from ...target import Target
+from ...te.tensor import ComputeOp, Tensor, compute, reduce_axis, sum_
+from ...te.tensorize import TensorIntrinsic
+from ...tir.expr import Cast, Mul, PrimExpr, Var, all_of, cast, const
+from ...tir.op import if_then_else
+from . import PARALLEL_MIN_WORK, Schedule, extents
+from .dense import VECTOR_REGISTERS, analyze_product, install
+
+INT8 = ("int8", "uint8")
+
+
+@frozen
+class DotPlan:
+    """How int8 products run: the intrinsic (`lanes` int32 outputs of `group` products each),
+    the dtypes its broadcast operand `a` (the data) and lane operand `b` (the weight) are
+    converted to, and `shift`, what the data is offset by (128 into uint8, else 0)."""
+
+    kind: str
+    intrinsic: TensorIntrinsic
+    lanes: int
+    group: int
+    a_dtype: str
+    b_dtype: str
+    shift: int
+
+
+_FORCED: list[tuple[str, bool]] = []
+
+
+@contextlib.contextmanager
+def force_plan(kind: str, portable: bool = True) -> Iterator[None]:
+    """Use plan `kind` (`avx512_vnni`, `avx_vnni`, `avx2`) whatever the target, with the
+    portable body of its intrinsic (`portable`): checks a schedule made for an instruction
+    this host lacks, exactly, on this host (the instruction is replaced by its definition)."""
+    _FORCED.append((kind, portable))
+    try:
+        yield
+    finally:
+        _FORCED.pop()
+
+
+def _plan(kind: str, data_dtype: str, portable: bool) -> DotPlan:
+    from ...te import intrinsics_x86 as x86
+
+    if kind == "avx2":
+        intr, lanes, group, a_dt, b_dt, shift = x86.AVX2_I16, 8, 2, "int16", "int16", 0
+    else:
+        intr = x86.AVX512_VNNI_U8S8 if kind == "avx512_vnni" else x86.AVX_VNNI_U8S8
+        lanes, group, a_dt, b_dt = (16 if kind == "avx512_vnni" else 8), 4, "uint8", "int8"
+        shift = 128 if data_dtype == "int8" else 0
+    if portable:
+        intr = x86.PORTABLE[intr.name]
+    return DotPlan(kind, intr, lanes, group, a_dt, b_dt, shift)
+
+
+def choose_plan(target: Target, data_dtype: str, weight_dtype: str) -> DotPlan | None:
+    """The plan for a product of `data_dtype` by `weight_dtype` on `target` (module
+    docstring), None when the target has none (no AVX2) or the dtypes are not 8-bit."""
+    if data_dtype not in INT8 or weight_dtype not in INT8:
+        return None
+    if _FORCED:
+        kind, portable = _FORCED[-1]
+        if kind != "avx2" and weight_dtype != "int8":
+            kind = "avx2"
+        return _plan(kind, data_dtype, portable)
+    vnni_ok = weight_dtype == "int8"
+    if (
+        vnni_ok
+        and target.has_feature("avx512vnni")
+        and target.has_feature("avx512bw")
+        and target.vector_bits >= 512
+    ):
+        return _plan("avx512_vnni", data_dtype, False)
+    if vnni_ok and (
+        target.has_feature("avxvnni")
+        or (target.has_feature("avx512vnni") and target.has_feature("avx512vl"))
+    ):
+        return _plan("avx_vnni", data_dtype, False)
+    if target.has_feature("avx2"):
+        return _plan("avx2", data_dtype, False)
+    return None
+
+
+def _to_a(plan: DotPlan, x: PrimExpr) -> PrimExpr:
+    """A data value as the intrinsic's `a` operand."""
+    if plan.shift:
+        return cast(plan.a_dtype, cast("int32", x) + plan.shift)
+    return cast(plan.a_dtype, x)
+
+
+def _registers(target: Target) -> int:
+    return VECTOR_REGISTERS.get(target.vector_bits, 16)
+
+
+def _tile(target: Target, columns: int, lanes: int) -> tuple[int, int]:
+    """(rows, vectors) of the register tile: rows x vectors accumulators, leaving registers
+    for the vectors of `b` and the broadcast."""
+    vecs = max(1, min(4 if _registers(target) >= 32 else 2, -(-columns // lanes)))
+    rows = max(1, min(6 if vecs >= 2 else 8, (_registers(target) - vecs - 2) // vecs))
+    return rows, vecs
+
+
+def _int_product(op: ComputeOp, lhs: Any, rhs: Any) -> bool:
+    """Whether the anchor's product source is `int32(lhs) * int32(rhs)` (either order)."""
+    body = op.body[0]
+    src = body.source[0]  # type: ignore[attr-defined]
+    if not isinstance(src, Mul) or src.dtype != "int32":
+        return False
+    parts = [src.a, src.b]
+    if not all(isinstance(p, Cast) and p.dtype == "int32" for p in parts):
+        return False
+    loads = {id(p.value) for p in parts}  # type: ignore[attr-defined]
+    return loads == {id(lhs), id(rhs)}
+
+
+# ------------------------------------------------------------------------------ dense
+
+
+def schedule_dense_int8(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> bool:
+    """The tensorized dense nest (module docstring); False (nothing changed) when the
+    anchor is not an 8-bit product into int32 with a `(units, k)` weight, or the target has
+    no plan."""
+    op = s[anchor].op
+    p = analyze_product(op)
+    if p is None or p.rhs_layout != "k" or len(op.axis) != 2 or anchor.dtype != "int32":
+        return False
+    m_var, n_var = (iv.var for iv in op.axis)
+    if len(p.lhs.indices) != 2 or p.lhs.indices[0] is not m_var or p.lhs.indices[1] is not p.k.var:
+        return False
+    if len(p.rhs.indices) != 2 or p.rhs.indices[0] is not n_var:
+        return False
+    if not _int_product(op, p.lhs, p.rhs) or 0 in extents(op):
+        return False
+    plan = choose_plan(target, p.lhs.dtype, p.rhs.dtype)
+    if plan is None:
+        return False
+    M, N = extents(op)
+    K = int(getattr(p.k.dom.extent, "value", 0))
+    if K == 0:
+        return False
+    L, G = plan.lanes, plan.group
+    rows, vecs = _tile(target, N, L)
+    rows = min(rows, M)
+    nb = vecs * L
+    mp, np_, kp = -(-M // rows) * rows, -(-N // nb) * nb, -(-K // G) * G
+    data, weight = p.lhs.producer, p.rhs.producer
+
+    def a_body(m: Var, k: Var) -> PrimExpr:
+        inside = all_of(m < M, k < K) if (mp != M or kp != K) else None
+        value = _to_a(plan, data[m, k])
+        return value if inside is None else if_then_else(inside, value, const(0, plan.a_dtype))
+
+    a = compute((mp, kp), a_body, name=f"{data.name}_{plan.a_dtype}", tag="injective")
+
+    def w_body(nb_: Var, ko: Var, lane: Var, g: Var) -> PrimExpr:
+        n, k = nb_ * L + lane, ko * G + g
+        value = cast(plan.b_dtype, weight[n, k])
+        if np_ == N and kp == K:
+            return value
+        return if_then_else(all_of(n < N, k < K), value, const(0, plan.b_dtype))
+
+    w = compute((np_ // L, kp // G, L, G), w_body, name=f"{weight.name}_packed", tag="pack")
+    ko, g = reduce_axis(kp // G, "ko"), reduce_axis(G, "g")
+
+    def acc_body(m: Var, n: Var) -> PrimExpr:
+        x = cast("int32", a[m, ko.var * G + g.var])
+        y = cast("int32", w[n // L, ko.var, n % L, g.var])
+        return sum_(x * y, axis=[ko, g])
+
+    acc = compute((mp, np_), acc_body, name=f"{op.name}_int8", tag=op.tag, attrs=op.attrs)
+    wsum = None
+    if plan.shift:
+        kk = reduce_axis(K, "k")
+        wsum = compute(
+            (N,),
+            lambda n: sum_(cast("int32", weight[n, kk.var]) * plan.shift, axis=kk),
+            name=f"{weight.name}_sum",
+        )
+
+    # Fewer columns than a tile: the tail's loop cannot cover the padded tile, so the tile
+    # is stored to a padded result first (`res`), which the tail reads.
+    res = compute((mp, np_), lambda m, n: acc[m, n], name=f"{op.name}_res") if nb > N else acc
+
+    def view(m: Var, n: Var) -> PrimExpr:
+        return res[m, n] - wsum[n] if wsum is not None else res[m, n]
+
+    host = install(s, outputs, anchor, res, view)
+    if res is not acc:
+        s[res].compute_root()
+        if host is not anchor:
+            from .injective import schedule_injective_stage
+
+            schedule_injective_stage(s, host, target)
+        host = res
+    st = s[host]
+    hm, hn = st.op.axis
+    no, ni = st.split(hn, factor=nb)
+    mo, mi = st.split(hm, factor=rows)
+    st.reorder(no, mo, mi, ni)
+    vl = min(nb, max(1, target.vector_bits // 32))
+    _, nii = st.split(ni, factor=vl)
+    st.vectorize(nii)
+    threads = target.num_threads
+    parallel = threads > 1 and M * N * K >= PARALLEL_MIN_WORK
+    col_blocks = np_ // nb
+    if parallel and col_blocks < 4 * threads:
+        at = st.fuse(no, mo)
+        st.parallel(at)
+        w_at = None
+    else:
+        if parallel:
+            st.parallel(no)
+        at, w_at = mo, no
+    _schedule_acc(s, acc, st, at, plan)
+    _schedule_rows(s, a, target)
+    ws = s[w]
+    if w_at is not None:
+        ws.compute_at(st, w_at)
+    if wsum is not None:
+        s[wsum].compute_root()
+    return True
+
+
+def _schedule_acc(s: Schedule, acc: Tensor, host: Any, at: Any, plan: DotPlan) -> None:
+    """`acc` computed at loop `at` of `host`: the reduction outermost, the tile's loops
+    unrolled, the lanes and the group tensorized (the last axis split into vectors)."""
+    ast = s[acc]
+    ast.compute_at(host, at)
+    axes = list(ast.op.axis)
+    red = list(ast.op.reduce_axis)
+    *tile, last = axes
+    vo, vi = ast.split(last, factor=plan.lanes)
+    ast.reorder(*red[:-1], *tile, vo, vi, red[-1])
+    for iv in tile:
+        ast.unroll(iv)
+    ast.unroll(vo)
+    ast.tensorize(vi, plan.intrinsic)
+
+
+def _schedule_rows(s: Schedule, t: Tensor, target: Target) -> None:
+    """A conversion stage at root, parallel over its first axis."""
+    st = s[t]
+    st.compute_root()
+    axes = list(st.op.axis)
+    if target.num_threads > 1 and math.prod(extents(t.op)) >= 64 * 1024:
+        st.parallel(axes[0])
+
+
+# ------------------------------------------------------------------------------ conv2d
+
+
+def schedule_conv2d_int8(
+    s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target
+) -> bool:
+    """The tensorized conv2d nest (module docstring); False (nothing changed) for another
+    form (layouts other than NCHW/OIHW, groups, dtypes) or a target without a plan."""
+    from .conv2d import analyze_conv
+
+    c = analyze_conv(s[anchor].op)
+    if c is None or c.groups != 1 or c.out_dtype != "int32" or len(c.out_shape) != 4:
+        return False
+    if (c.data_layout, c.kernel_layout, c.out_layout) != ("NCHW", "OIHW", "NCHW"):
+        return False
+    x, wt = c.raw, c.weight
+    if not _int_product(c.op, *_conv_loads(c)):
+        return False
+    plan = choose_plan(target, x.dtype, wt.dtype)
+    if plan is None or 0 in c.out_shape:
+        return False
+    B, IC, H, W = (int(getattr(d, "value", 0)) for d in x.shape)
+    OC, _, KH, KW = (int(getattr(d, "value", 0)) for d in wt.shape)
+    _, _, OH, OW = c.out_shape
+    (sh, sw), (dh, dw) = c.strides, c.dilation
+    pt, pl = c.pads[0][0], c.pads[1][0]
+    L, G = plan.lanes, plan.group
+    owt, vb = _tile(target, OC, L)
+    owt = min(owt, OW)
+    ocb = -(-OC // (vb * L)) * vb
+    owp = -(-OW // owt) * owt
+    icp = -(-IC // G) * G
+    hp = (OH - 1) * sh + (KH - 1) * dh + 1
+    wp = (owp - 1) * sw + (KW - 1) * dw + 1
+
+    def d_body(b: Var, h: Var, w_: Var, ic: Var) -> PrimExpr:
+        hh, ww = h - pt, w_ - pl
+        inside = all_of(hh >= 0, hh < H, ww >= 0, ww < W, ic < IC)
+        return if_then_else(inside, _to_a(plan, x[b, ic, hh, ww]), const(plan.shift, plan.a_dtype))
+
+    d = compute((B, hp, wp, icp), d_body, name=f"{x.name}_nhwc", tag="injective")
+
+    def w_body(ob: Var, kh: Var, kw: Var, ico: Var, lane: Var, g: Var) -> PrimExpr:
+        oc, ic = ob * L + lane, ico * G + g
+        value = cast(plan.b_dtype, wt[oc, ic, kh, kw])
+        return if_then_else(all_of(oc < OC, ic < IC), value, const(0, plan.b_dtype))
+
+    w = compute((ocb, KH, KW, icp // G, L, G), w_body, name=f"{wt.name}_packed", tag="pack")
+    rkh, rkw = reduce_axis(KH, "kh"), reduce_axis(KW, "kw")
+    rico, rg = reduce_axis(icp // G, "ico"), reduce_axis(G, "g")
+
+    def acc_body(b: Var, ob: Var, oh: Var, ow: Var, lane: Var) -> PrimExpr:
+        hh, ww = oh * sh + rkh.var * dh, ow * sw + rkw.var * dw
+        xv = cast("int32", d[b, hh, ww, rico.var * G + rg.var])
+        yv = cast("int32", w[ob, rkh.var, rkw.var, rico.var, lane, rg.var])
+        return sum_(xv * yv, axis=[rkh, rkw, rico, rg])
+
+    acc = compute((B, ocb, OH, owp, L), acc_body, name=f"{c.op.name}_int8", tag=c.op.tag,
+                  attrs=c.op.attrs)  # fmt: skip
+    res = compute((B, ocb, OH, owp, L), lambda *i: acc[i], name=f"{c.op.name}_res")
+    wsum = None
+    if plan.shift:
+        ric, rh, rw = reduce_axis(IC, "ic"), reduce_axis(KH, "kh"), reduce_axis(KW, "kw")
+        wsum = compute(
+            (OC,),
+            lambda oc: sum_(
+                cast("int32", wt[oc, ric.var, rh.var, rw.var]) * plan.shift, axis=[ric, rh, rw]
+            ),
+            name=f"{wt.name}_sum",
+        )
+
+    def view(b: Var, oc: Var, oh: Var, ow: Var) -> PrimExpr:
+        value = res[b, oc // L, oh, ow, oc % L]
+        return value - wsum[oc] if wsum is not None else value
+
+    host = install(s, outputs, anchor, res, view)
+    rs = s[res]
+    rb, rob, roh, row, rl = rs.op.axis
+    obo, obi = rs.split(rob, factor=vb)
+    owo, owi = rs.split(row, factor=owt)
+    rs.reorder(rb, obo, roh, owo, obi, owi, rl)
+    rs.vectorize(rl)
+    work = B * OC * OH * OW * KH * KW * IC
+    if target.num_threads > 1 and work >= PARALLEL_MIN_WORK:
+        rs.parallel(rs.fuse(rb, obo, roh))
+    # acc's tile: (b, ob, oh, ow) region [1, vb, 1, owt]; the reduction outside it
+    ast = s[acc]
+    ast.compute_at(rs, owo)
+    ab, aob, aoh, aow, al = ast.op.axis
+    ast.reorder(rkh, rkw, rico, ab, aob, aoh, aow, al, rg)
+    ast.unroll(aob)
+    ast.unroll(aow)
+    ast.tensorize(al, plan.intrinsic)
+    ds = s[d]
+    ds.compute_root()
+    if target.num_threads > 1 and B * hp * wp * icp >= 64 * 1024:
+        ds.parallel(ds.fuse(*ds.op.axis[:2]))
+    s[w].compute_root()
+    if wsum is not None:
+        s[wsum].compute_root()
+    if host is not anchor:
+        from .injective import schedule_injective_stage
+
+        schedule_injective_stage(s, host, target)
+    return True
+
+
+def _conv_loads(c: Any) -> tuple[Any, Any]:
+    from ...te.tensor import ProducerLoad
+    from ...tir.visitor import sub_expressions
+
+    loads = [e for e in sub_expressions(c.op.body[0].source[0]) if isinstance(e, ProducerLoad)]
+    data = [ld for ld in loads if ld.producer is c.data]
+    weight = [ld for ld in loads if ld.producer is c.weight]
+    return (data[0] if data else None), (weight[0] if weight else None)
+
+
+__all__ = [
+    "DotPlan",
+    "choose_plan",
+    "force_plan",
+    "schedule_conv2d_int8",
+    "schedule_dense_int8",
+]

@@ -1,0 +1,200 @@
+"""The int8 dense and conv2d schedules (tensorized dot products): exact against the
+interpreter on shapes no vector width divides and at the 8-bit extremes, for the AVX2 plan
+this host runs and for the VNNI plans run with their portable bodies; the requantize tail
+fused in; the VNNI plans compile to `vpdpbusd` for CPUs that have it."""
+
+from __future__ import annotations
+
+import contextlib
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+import relay
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from relay.backend.codegen import llvm_target
+from relay.backend.codegen.compile import build_ir
+from relay.backend.lower.schedules.int8 import (
+    choose_plan,
+    force_plan,
+    schedule_conv2d_int8,
+    schedule_dense_int8,
+)
+from relay.backend.target import Target
+from relay.backend.te import create_schedule, lower, placeholder
+from relay.backend.tir.transform import lower_pipeline
+from relay.testing.compute_check import apply_compute
+
+PLANS = ["host", "avx512_vnni", "avx_vnni"]
+
+
+def plan_context(plan):
+    return contextlib.nullcontext() if plan == "host" else force_plan(plan)
+
+
+def extremes(rng, shape, dtype):
+    """Random 8-bit values with the extremes of the dtype in the first rows."""
+    lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
+    a = rng.integers(lo, hi, shape).astype(dtype)
+    flat = a.reshape(shape[0], -1)
+    flat[0] = lo
+    if shape[0] > 1:
+        flat[1] = hi - 1
+    if shape[0] > 2:
+        flat[2, ::2] = lo
+        flat[2, 1::2] = hi - 1
+    return a
+
+
+DENSE_TAIL = """#[version = "0.0.5"]
+def @main(%x: Tensor[({m}, {k}), {dt}], %w: Tensor[({n}, {k}), {wt}], %b: Tensor[({n}), int32]) {{
+  %0 = nn.dense(%x, %w, units={n}, out_dtype="int32");
+  %1 = add(%0, %b);
+  %2 = add(%1, 8);
+  %3 = right_shift(%2, 4);
+  %4 = clip(%3, a_min=-127f, a_max=127f);
+  cast(%4, dtype="int8")
+}}"""
+
+DENSE = """#[version = "0.0.5"]
+def @main(%x: Tensor[({m}, {k}), {dt}], %w: Tensor[({n}, {k}), {wt}]) {{
+  nn.dense(%x, %w, units={n}, out_dtype="int32")
+}}"""
+
+CONV_TAIL = """#[version = "0.0.5"]
+def @main(%x: Tensor[({b}, {c}, {h}, {w}), {dt}], %k: Tensor[({o}, {c}, {kh}, {kw}), int8],
+          %bias: Tensor[({o}, 1, 1), int32]) {{
+  %0 = nn.conv2d(%x, %k, strides=[{s}, {s}], padding=[{p}, {p}, {p}, {p}], out_dtype="int32");
+  %1 = add(%0, %bias);
+  %2 = nn.relu(%1);
+  %3 = right_shift(%2, 5);
+  %4 = clip(%3, a_min=-127f, a_max=127f);
+  cast(%4, dtype="int8")
+}}"""
+
+
+def build_and_compare(text, inputs, params, plan):
+    mod = relay.parse(text)
+    with plan_context(plan):
+        model = relay.build(mod, params=params)
+    got = np.asarray(model.run(**inputs))
+    want = np.asarray(relay.interpret(mod, **inputs, **params))
+    np.testing.assert_array_equal(got, want)
+    return model
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_dense_with_requantize_tail_is_exact(plan):
+    rng = np.random.default_rng(1)
+    m, n, k = 13, 37, 29
+    x = extremes(rng, (m, k), "int8")
+    w = extremes(rng, (n, k), "int8")
+    b = rng.integers(-5000, 5000, n).astype(np.int32)
+    text = DENSE_TAIL.format(m=m, n=n, k=k, dt="int8", wt="int8")
+    model = build_and_compare(text, {"x": x}, {"w": w, "b": b}, plan)
+    code = model.library.llvm_ir_unoptimized
+    body = "pmadd.wd" if plan == "host" else "shufflevector"
+    assert body in code
+    assert len(model.kernels) == 1  # product and requantize in one kernel
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_dense_weights_as_inputs_and_uint8_data(plan):
+    rng = np.random.default_rng(2)
+    m, n, k = 5, 19, 11
+    x = extremes(rng, (m, k), "uint8")
+    w = extremes(rng, (n, k), "int8")
+    mod = relay.parse(DENSE.format(m=m, n=n, k=k, dt="uint8", wt="int8"))
+    with plan_context(plan):
+        model = relay.build(mod)
+    got = np.asarray(model.run(x=x, w=w))
+    np.testing.assert_array_equal(got, x.astype(np.int64) @ w.astype(np.int64).T)
+
+
+@pytest.mark.parametrize("plan", PLANS)
+@pytest.mark.parametrize(
+    "shape",
+    [(1, 5, 9, 11, 13, 3, 1, 1), (2, 7, 10, 9, 19, 3, 2, 1), (1, 3, 6, 7, 10, 1, 1, 0)],
+    ids=["3x3", "strided-batch2", "1x1"],
+)
+def test_conv2d_with_requantize_tail_is_exact(plan, shape):
+    b, c, h, w, o, kk, s, p = shape
+    rng = np.random.default_rng(3)
+    x = extremes(rng, (b, c, h, w), "int8")
+    k = extremes(rng, (o, c, kk, kk), "int8")
+    bias = rng.integers(-3000, 3000, (o, 1, 1)).astype(np.int32)
+    text = CONV_TAIL.format(b=b, c=c, h=h, w=w, o=o, kh=kk, kw=kk, s=s, p=p, dt="int8")
+    model = build_and_compare(text, {"x": x}, {"k": k, "bias": bias}, plan)
+    assert ("pmadd.wd" if plan == "host" else "shufflevector") in model.library.llvm_ir_unoptimized
+
+
+@settings(max_examples=6)
+@given(
+    m=st.integers(1, 9),
+    n=st.integers(1, 40),
+    k=st.integers(1, 37),
+    plan=st.sampled_from(PLANS),
+    data=st.sampled_from(["int8", "uint8"]),
+)
+def test_dense_any_shape(m, n, k, plan, data):
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    x = extremes(rng, (m, k), data)
+    w = extremes(rng, (n, k), "int8")
+    text = DENSE.format(m=m, n=n, k=k, dt=data, wt="int8")
+    build_and_compare(text, {"x": x}, {"w": w}, plan)
+
+
+def test_plan_follows_the_target_features():
+    host = Target.parse("llvm -mattr=+avx2,-avx512f")
+    vnni = Target.parse("llvm -mattr=+avx512f,+avx512bw,+avx512vl,+avx512vnni")
+    avx_vnni = Target.parse("llvm -mattr=+avx2,+avxvnni,-avx512f")
+    bare = Target.parse("llvm -mattr=-avx2,-avx512f,-avxvnni,-avx512vnni")
+    assert choose_plan(host, "int8", "int8").kind == "avx2"
+    assert choose_plan(vnni, "int8", "int8").kind == "avx512_vnni"
+    assert choose_plan(vnni, "int8", "int8").shift == 128
+    assert choose_plan(vnni, "uint8", "int8").shift == 0
+    assert choose_plan(vnni, "int8", "uint8").kind == "avx2"  # vpdpbusd needs s8 weights
+    assert choose_plan(avx_vnni, "int8", "int8").kind == "avx_vnni"
+    assert choose_plan(bare, "int8", "int8") is None
+    assert choose_plan(host, "float32", "int8") is None
+
+
+def _assembly(target, schedule_fn, make):
+    inputs, out = make()
+    s = create_schedule(out)
+    assert schedule_fn(s, [out], out, target)
+    func = lower_pipeline(lower(s, [*inputs, out], "int8_kernel"))
+    module, _ = build_ir([func], None, "vnni", profiled=False)
+    ref = llvm.parse_assembly(str(module))
+    ref.verify()
+    llvm_target.optimize(ref, target=target)
+    return llvm_target.target_machine(target).emit_assembly(ref)
+
+
+def _dense():
+    x, w = placeholder((6, 40), "int8", "x"), placeholder((20, 40), "int8", "w")
+    out, _ = apply_compute("nn.dense", [x, w], units=20, out_dtype="int32")
+    return [x, w], out
+
+
+def _conv():
+    x, k = placeholder((1, 8, 7, 7), "int8", "x"), placeholder((16, 8, 3, 3), "int8", "k")
+    out, _ = apply_compute("nn.conv2d", [x, k], padding=[1, 1, 1, 1], out_dtype="int32")
+    return [x, k], out
+
+
+@pytest.mark.parametrize(
+    "mattr,register",
+    [("+avx512f,+avx512bw,+avx512vl,+avx512vnni", "zmm"), ("+avx2,+avxvnni,-avx512f", "ymm")],
+    ids=["avx512-vnni", "avx-vnni"],
+)
+@pytest.mark.parametrize("kind", ["dense", "conv2d"])
+def test_vnni_plans_compile_to_vpdpbusd(mattr, register, kind):
+    cpu = "icelake-server" if "avx512f," in mattr else "alderlake"
+    target = Target.parse(f"llvm -mcpu={cpu} -mattr={mattr}", num_threads=1)
+    fn, make = (schedule_dense_int8, _dense) if kind == "dense" else (schedule_conv2d_int8, _conv)
+    asm = _assembly(target, fn, make)
+    lines = [ln for ln in asm.splitlines() if "vpdpbusd" in ln]
+    assert lines and all(register in ln for ln in lines)
+    assert "vpmaddwd" not in asm
