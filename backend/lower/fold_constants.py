@@ -15,9 +15,10 @@ every such stage that the rest of the kernel reads by a new kernel input holding
   weight-only, and is materialized, or inlined but reading a materialized weight-only stage
   (an expression of weights inlined into its reader stays as it is); its value must not be
   more than `MAX_GROWTH` times the size of the weights it reads;
-* the folded stage's place in the schedule becomes a placeholder (the readers load the
-  precomputed value; the stages only it read are removed: no loop of the kernel repacks a
-  weight any more), and the weights the kernel no longer reads leave its parameters;
+* the folded stage's place in the schedule becomes a placeholder (`Schedule.make_input`, a
+  recorded trace step: the readers load the precomputed value; the stages only it read are
+  removed: no loop of the kernel repacks a weight any more), and the weights the kernel no
+  longer reads leave its parameters;
 * a folded stage that reads only lifted constants becomes a lifted constant (evaluated
   here); one that reads constant parameters becomes an extra kernel input (`FoldedStage`)
   whose value the build computes for each call site from the arrays it passes
@@ -39,7 +40,7 @@ from attrs import frozen
 from ...lang.dtype import numpy_dtype
 from ..te.evaluate import evaluate
 from ..te.schedule import AttachKind, Schedule, Stage
-from ..te.tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor, placeholder
+from ..te.tensor import ComputeOp, ExternOp, Operation, PlaceholderOp, Tensor
 from .schedules import stage_order
 
 MAX_GROWTH = 8
@@ -157,13 +158,6 @@ def _folds(s: Schedule, order: list[Operation], weights: dict[int, set[int]]) ->
     return chosen
 
 
-def _remove_stage(s: Schedule, stage: Stage) -> None:
-    s.stages.remove(stage)
-    s._by_name.pop(stage.name, None)
-    for key in [k for k, (_, st) in s._by_op.items() if st is stage]:
-        del s._by_op[key]
-
-
 def _stays(s: Schedule, folded: set[int]) -> set[int]:
     """The operations still computed once the stages `folded` (ids) are inputs."""
     stays: set[int] = set()
@@ -221,32 +215,21 @@ def fold_constant_stages(
     folded_ids = {id(st) for st in chosen}
     if not chosen or _attached_to_removed(s, folded_ids):
         return None
+    # the values as the stages compute them now (before a folded producer becomes an input)
+    tensors = [stage.op.output(0) for stage in chosen]
     items: list[FoldedStage] = []
-    for stage in chosen:
-        tensor = stage.op.output(0)
-        reads = weights[id(stage.op)]
+    for stage, tensor in zip(chosen, tensors):
+        reads = weights[id(tensor.op)]
         at = sorted(position[w] for w in reads if w in position)
-        value = placeholder(tuple(tensor.shape), tensor.dtype, f"{stage.name}_folded")
         items.append(
             FoldedStage(
                 tensor=tensor,
-                input=value,
+                input=s.make_input(stage, f"{stage.name}_folded"),
                 params=tuple((p, params[p]) for p in at),
                 constants=tuple(lifted[w] for w in reads if w in lifted),
             )
         )
-    vmap: dict[Tensor, Tensor] = {}
-    for stage, item in zip(chosen, items):
-        vmap[item.tensor] = item.input
-        s._set_op(stage, item.input.op)
-        stage._set_roots(())
-        stage.attach_kind = AttachKind.ROOT
-        stage.attach_stage = stage.attach_ivar = None
-    s._replace_dataflow(vmap, skip=chosen)
     live = {id(op) for op in _post_order(s.outputs)}
-    for stage in list(s.stages):
-        if id(stage.op) not in live:
-            _remove_stage(s, stage)
     positions = tuple(
         k for k, t in enumerate(params) if id(t.op) not in position or id(t.op) in live
     )

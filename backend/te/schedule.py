@@ -15,9 +15,14 @@ Splits whose factor does not divide the extent are allowed: the lowering guards 
 with `likely(i.outer * 4 + i.inner < n)`. Placement primitives say where a producer's loops
 go: `compute_at(consumer, loop)` (inside a consumer's loop, computing only the region that
 loop needs), `compute_inline()` (substituted into its consumers), `compute_root()`.
-`cache_read`/`cache_write` add copy stages. Every primitive is recorded in `schedule.trace`
-(see `trace`), naming stages and iteration variables by stable names ("C", "i.outer").
-Misuse raises `ScheduleError`. Scheduling never changes what is computed.
+`cache_read`/`cache_write` add copy stages. `replace_compute(tensor, "dense.gemm", nb=16)`
+makes a stage compute a view of new computes that a registered compute rewrite builds from
+its operation and a few parameters (`rewrite`: a packed product, a channel-blocked
+convolution), and `make_input(tensor, name)` makes a stage an input computed elsewhere (a
+weight packed at build time). Every primitive is recorded in `schedule.trace` (see
+`trace`), naming stages and iteration variables by stable names ("C", "i.outer"), so a
+trace replays on a fresh schedule of the same computation. Misuse raises `ScheduleError`.
+Scheduling never changes what is computed (a rewrite computes the same values).
 """
 
 from __future__ import annotations
@@ -404,6 +409,20 @@ def root_iter_vars(op: Operation) -> tuple[IterVar, ...]:
     return ()
 
 
+def _reachable(roots: Sequence[Operation], stop: Operation) -> set[int]:
+    """Ids of the operations `roots` read, transitively, not looking past `stop`."""
+    found: set[int] = set()
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        if id(op) in found:
+            continue
+        found.add(id(op))
+        if op is not stop:
+            stack.extend(t.op for t in op.input_tensors)
+    return found
+
+
 def _post_order(roots: Sequence[Operation]) -> list[Operation]:
     order: list[Operation] = []
     done: set[int] = set()
@@ -575,6 +594,110 @@ class Schedule:
         kwargs = {"output": tensor.value_index} if tensor.value_index else {}
         self._trace.append(ScheduleStep.make("cache_write", (stage.name, scope), kwargs))
         return cache_op.output(tensor.value_index)
+
+    def replace_compute(
+        self, tensor: Tensor | Operation | Stage | str, rewrite: str, **params: Any
+    ) -> dict[str, Tensor]:
+        """Make `tensor`'s stage compute the `"view"` of the registered compute rewrite
+        `rewrite` (see `te.rewrite`) applied to its current operation with `params`, and
+        return the rewrite's tensors by name. The view has the stage's shape and dtype; a
+        stage is added for every operation it reads that the schedule has not (before the
+        stage, producers first); readers of the stage read the view from then on; the
+        stage's loops become the view's. Apply before splitting the stage or computing other
+        stages at it. Recorded as `replace_compute("stage", "rewrite", key=value, ...)`."""
+        from .rewrite import build_rewrite, check_params
+
+        stage = self[tensor]
+        old = stage.op
+        if not isinstance(old, ComputeOp) or old.num_outputs != 1:
+            raise ScheduleError(
+                f"replace_compute: stage {stage.name} is not a one-output compute stage"
+            )
+        if (
+            stage.relations
+            or stage.annotations
+            or stage.leaf_iter_vars != list(root_iter_vars(old))
+        ):
+            raise ScheduleError(
+                f"replace_compute: stage {stage.name} already has split/fuse/reorder/"
+                "annotations; replace its computation first"
+            )
+        for other in self.stages:
+            if other.attach_kind == AttachKind.SCOPE and other.attach_stage is stage:
+                raise ScheduleError(
+                    f"replace_compute: stage {other.name} is computed at stage {stage.name};"
+                    " replace its computation first"
+                )
+        checked = check_params(params)
+        parts = build_rewrite(rewrite, old, checked)
+        view = parts["view"]
+        got = [as_int(d) for d in view.shape]
+        want = [as_int(d) for d in old.output(0).shape]
+        if view.dtype != old.output(0).dtype or got != want:
+            raise ScheduleError(
+                f"replace_compute: rewrite `{rewrite}` made {view.dtype}{got} for stage"
+                f" {stage.name} of {old.output(0).dtype}{want}"
+            )
+        position = self.stages.index(stage)
+        for op in _post_order([view.op]):
+            if op is view.op or id(op) in self._by_op:
+                continue
+            if isinstance(op, PlaceholderOp):
+                raise ScheduleError(
+                    f"replace_compute: rewrite `{rewrite}` reads {op.name}, which is not an"
+                    " input of the schedule"
+                )
+            self._add_stage(op, position)
+            position += 1
+        self._set_op(stage, view.op)
+        stage._set_roots(root_iter_vars(view.op))
+        self._replace_dataflow({old.output(0): view}, skip=[stage])
+        self._trace.append(ScheduleStep.make("replace_compute", (stage.name, rewrite), checked))
+        return parts
+
+    def make_input(self, tensor: Tensor | Operation | Stage | str, name: str) -> Tensor:
+        """Make `tensor`'s stage an input: a placeholder named `name` of its shape and dtype
+        (a value computed elsewhere, e.g. a weight's packing at build time), which its
+        readers read from then on; the stages nothing reads any more leave the schedule.
+        Returns the placeholder. Recorded as `make_input("stage", "name")`."""
+        from .tensor import placeholder
+
+        stage = self[tensor]
+        old = stage.op
+        if isinstance(old, PlaceholderOp):
+            raise ScheduleError(f"make_input: stage {stage.name} is an input already")
+        if old.num_outputs != 1:
+            raise ScheduleError(f"make_input: stage {stage.name} has several outputs")
+        if stage.is_output:
+            raise ScheduleError(f"make_input: stage {stage.name} is an output of the schedule")
+        stays = _reachable(self.outputs, stop=old)
+        for other in self.stages:
+            host = other.attach_stage
+            if other is stage or id(other.op) not in stays or host is None:
+                continue
+            if other.attach_kind == AttachKind.SCOPE and (
+                host is stage or id(host.op) not in stays
+            ):
+                raise ScheduleError(
+                    f"make_input: stage {other.name} is computed at stage {host.name}, which"
+                    " would have no loops any more"
+                )
+        out = old.output(0)
+        value = placeholder(tuple(out.shape), out.dtype, name)
+        self._set_op(stage, value.op)
+        stage._set_roots(())
+        stage.attach_kind = AttachKind.ROOT
+        stage.attach_stage = stage.attach_ivar = None
+        stage.tensorized = None
+        self._replace_dataflow({out: value}, skip=[stage])
+        live = {id(op) for op in _post_order(self.outputs)}
+        for dead in [st for st in self.stages if id(st.op) not in live]:
+            self.stages.remove(dead)
+            self._by_name.pop(dead.name, None)
+            for key in [k for k, (_, st) in self._by_op.items() if st is dead]:
+                del self._by_op[key]
+        self._trace.append(ScheduleStep.make("make_input", (stage.name, name), {}))
+        return value
 
     def __repr__(self) -> str:
         return "Schedule(" + ", ".join(s.name for s in self.stages) + ")"

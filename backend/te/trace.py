@@ -8,10 +8,15 @@ stable names. A trace prints one step per line and parses back:
     compute_at("B", "C", "i.outer")
     cache_read("A", "local", ["C"])
     tensorize("C", "n.inner", "avx2_i16")
+    replace_compute("dense", "dense.gemm", nb=16)
+    make_input("w_packed", "w_packed_folded")
 
 It also serializes to JSON (`{"version": 1, "steps": [{"primitive": ..., "args": [...],
 "kwargs": {...}}]}`), and `replay(trace, schedule)` applies it to a fresh schedule of the same
-computation: what the tuner stores in its logs and learns from.
+computation: what the tuner stores in its logs and learns from. `replace_compute` names a
+registered compute rewrite (`te.rewrite`) and its parameters (booleans, integers, strings or
+lists of them), so that a schedule which replaces a stage's computation (the packed product
+of dense, conv2d's channel-blocked forms, ...) replays too.
 """
 
 from __future__ import annotations
@@ -24,16 +29,17 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from .errors import ScheduleError
+from .rewrite import Param, is_param
 
 if TYPE_CHECKING:
     from .schedule import Schedule
 
 Arg = str | int | tuple[str, ...]
 
-# primitive -> (kinds of the positional arguments, allowed keyword arguments). A kind is
-# "name" (a string), "names" (a list of strings), or "*name" (any number of strings, at least
-# one, last position only).
-_SIGNATURES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
+# primitive -> (kinds of the positional arguments, allowed keyword arguments: integers; None
+# for any keyword with a rewrite parameter). A kind is "name" (a string), "names" (a list of
+# strings), or "*name" (any number of strings, at least one, last position only).
+_SIGNATURES: dict[str, tuple[tuple[str, ...], frozenset[str] | None]] = {
     "split": (("name", "name"), frozenset({"factor", "nparts"})),
     "fuse": (("name", "*name"), frozenset()),
     "reorder": (("name", "*name"), frozenset()),
@@ -46,6 +52,8 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "cache_read": (("name", "name", "names"), frozenset({"output"})),
     "cache_write": (("name", "name"), frozenset({"output"})),
     "tensorize": (("name", "name", "name"), frozenset()),
+    "replace_compute": (("name", "name"), None),
+    "make_input": (("name", "name"), frozenset()),
 }
 
 VERSION = 1
@@ -71,6 +79,14 @@ def _check_step(primitive: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
         )
         if not ok:
             raise ScheduleError(f"{primitive}: argument {pos + 1} must be a {kind}, got {arg!r}")
+    if allowed is None:
+        for key, value in kwargs.items():
+            if not is_param(value):
+                raise ScheduleError(
+                    f"{primitive}: `{key}` must be a boolean, an integer, a string or a list"
+                    f" of them, got {value!r}"
+                )
+        return
     for key, value in kwargs.items():
         if key not in allowed:
             raise ScheduleError(f"{primitive}: unknown keyword argument `{key}`")
@@ -84,6 +100,15 @@ def _freeze(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def _show_param(value: Param) -> str:
+    """A keyword value as a Python literal (`True`, `16`, `"avx2"`, `[8, 8]`)."""
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_show_param(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
 @frozen
 class ScheduleStep:
     """One primitive: its name, positional arguments (the stage's name first) and keyword
@@ -91,14 +116,15 @@ class ScheduleStep:
 
     primitive: str
     args: tuple[Arg, ...]
-    kwargs: tuple[tuple[str, int], ...] = field(factory=tuple)
+    kwargs: tuple[tuple[str, Param], ...] = field(factory=tuple)
 
     @staticmethod
     def make(primitive: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> ScheduleStep:
         """A checked step (lists become tuples)."""
         frozen_args = tuple(_freeze(a) for a in args)
-        _check_step(primitive, frozen_args, kwargs)
-        return ScheduleStep(primitive, frozen_args, tuple(sorted(kwargs.items())))
+        frozen_kwargs = {k: _freeze(v) for k, v in kwargs.items()}
+        _check_step(primitive, frozen_args, frozen_kwargs)
+        return ScheduleStep(primitive, frozen_args, tuple(sorted(frozen_kwargs.items())))
 
     @property
     def stage(self) -> str:
@@ -113,7 +139,7 @@ class ScheduleStep:
                 return "[" + ", ".join(json.dumps(x) for x in a) + "]"
             return json.dumps(a)
 
-        parts = [show(a) for a in self.args] + [f"{k}={v}" for k, v in self.kwargs]
+        parts = [show(a) for a in self.args] + [f"{k}={_show_param(v)}" for k, v in self.kwargs]
         return f"{self.primitive}({', '.join(parts)})"
 
     def to_json(self) -> dict[str, Any]:
@@ -121,7 +147,7 @@ class ScheduleStep:
         return {
             "primitive": self.primitive,
             "args": [list(a) if isinstance(a, tuple) else a for a in self.args],
-            "kwargs": dict(self.kwargs),
+            "kwargs": {k: list(v) if isinstance(v, tuple) else v for k, v in self.kwargs},
         }
 
     @staticmethod
@@ -240,13 +266,17 @@ def apply_step(step: ScheduleStep, schedule: Schedule) -> None:
     elif p == "compute_root":
         stage.compute_root()
     elif p == "cache_read":
-        tensor = stage.op.output(kw.get("output", 0))
+        tensor = stage.op.output(kw.get("output", 0))  # type: ignore[arg-type]
         readers = [schedule[r] for r in rest[1]]  # type: ignore[union-attr]
         schedule.cache_read(tensor, rest[0], readers)  # type: ignore[arg-type]
     elif p == "tensorize":
         stage.tensorize(stage.iv(rest[0]), rest[1])  # type: ignore[arg-type]
     elif p == "cache_write":
         schedule.cache_write(stage.op.output(kw.get("output", 0)), rest[0])  # type: ignore[arg-type]
+    elif p == "replace_compute":
+        schedule.replace_compute(stage, rest[0], **kw)  # type: ignore[arg-type]
+    elif p == "make_input":
+        schedule.make_input(stage, rest[0])  # type: ignore[arg-type]
 
 
 def replay(trace: Trace | str, schedule: Schedule) -> Schedule:

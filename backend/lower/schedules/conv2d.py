@@ -2,8 +2,10 @@
 `depthwise_conv2d_nchw` and their NHWC forms.
 
 Every form replaces the anchor by a view of a compute laid out for registers (see
-`dense.replace_anchor`): the view is inlined into the element-wise tail (bias, relu,
-residual add), and the compute's accumulators stay in registers while the reduction runs.
+`dense.install`; the compute rewrites `"conv2d.channel_vectors"`, `"conv2d.flat_rows"` and
+`"conv2d.clone"` are registered here, so the schedules' traces replay): the view is inlined
+into the element-wise tail (bias, relu, residual add), and the compute's accumulators stay
+in registers while the reduction runs.
 NCHW convolutions with an OIHW weight get one of three nests (`choose_nchw_form`):
 
 **Channel vectors** (`"blocked"`; the early layers of a CNN, where the weight is small).
@@ -57,13 +59,14 @@ from attrs import frozen
 
 from ....lang.optable import OpTable
 from ...target import Target
+from ...te.rewrite import register_rewrite
 from ...te.schedule import AttachKind
 from ...te.tensor import ComputeOp, Operation, ProducerLoad, Tensor, compute, reduce_axis, sum_
 from ...tir.expr import PrimExpr, Reduce, Var, all_of, cast, const
 from ...tir.op import if_then_else
 from ...tir.visitor import sub_expressions
 from . import PARALLEL_MIN_WORK, Schedule, ScheduleRule, extents, last_stage, substitute
-from .dense import VECTOR_REGISTERS, install
+from .dense import VECTOR_REGISTERS, anchor_view, install, require
 
 # ----------------------------------------------------------------------- the convolution
 
@@ -191,6 +194,16 @@ def channel_blocked(c: Conv2D, lanes: int) -> tuple[Tensor, Tensor]:
     return conv, packed
 
 
+@register_rewrite("conv2d.channel_vectors")
+def channel_vectors_rewrite(op: Operation, lanes: int) -> dict[str, Tensor]:
+    """The conv2d anchor `op` as `channel_blocked(lanes)` (`"main"`, `"packed"`), viewed
+    back in NCHW."""
+    c = require(analyze_conv(op), "conv2d.channel_vectors", op)
+    main, packed = channel_blocked(c, lanes)
+    view = anchor_view(op, lambda n, oc, oh, ow: main[n, oc // lanes, oh, ow, oc % lanes])
+    return {"view": view, "main": main, "packed": packed}
+
+
 @frozen
 class ConvBlocking:
     """Register blocking: `ocv` vectors of output channels (or channels, for the width
@@ -265,10 +278,8 @@ def schedule_channel_vectors(
 ) -> None:
     """The channel-vector nest of the module docstring."""
     lanes = target.lanes(c.out_dtype)
-    main, packed = channel_blocked(c, lanes)
-    host = install(
-        s, outputs, anchor, main, lambda n, oc, oh, ow: main[n, oc // lanes, oh, ow, oc % lanes]
-    )
+    host, parts = install(s, outputs, anchor, "conv2d.channel_vectors", lanes=lanes)
+    main, packed = parts["main"], parts["packed"]
     _schedule_pad(s, c.data, target)
     oc_, ow_ = c.out_shape[1], c.out_shape[3]
     blocks = -(-oc_ // lanes)
@@ -332,12 +343,8 @@ def plan_flat(c: Conv2D, lanes: int, target: Target) -> FlatPlan:
     a small cost model: vector FMAs against loads (inputs shared by the rows of a group,
     weights broadcast per row) per useful FMA, times the positions computed and thrown away,
     with a slight preference for more rows (fewer passes over the input)."""
-    w = _ints(c.raw.shape)[3]
     oc, oh, ow = c.out_shape[1], c.out_shape[2], c.out_shape[3]
-    (sh, sw), (dh, dw) = c.strides, c.dilation
-    (pl, pr) = c.pads[1]
-    kh, kw = _ints(c.weight.shape)[2:]
-    wq = -(-(w + pl + pr) // sw)
+    wq = flat_row_width(c)
     regs = VECTOR_REGISTERS.get(target.vector_bits, 16)
     budget = ACCUMULATOR_BUDGET.get(regs, regs // 2)
     q = oh * wq
@@ -360,8 +367,23 @@ def plan_flat(c: Conv2D, lanes: int, target: Target) -> FlatPlan:
     _, vecs, mr = best
     if FLAT_BLOCK is not None and oc % FLAT_BLOCK[1] == 0:
         vecs, mr = FLAT_BLOCK
-    f = vecs * lanes
-    blocks = -(-q // f)
+    return flat_plan(c, vecs * lanes, mr)
+
+
+def flat_row_width(c: Conv2D) -> int:
+    """The flat-row form's row width: the padded input's columns per stride phase."""
+    w = _ints(c.raw.shape)[3]
+    (pl, pr) = c.pads[1]
+    return -(-(w + pl + pr) // c.strides[1])
+
+
+def flat_plan(c: Conv2D, f: int, mr: int) -> FlatPlan:
+    """The flat-row plan with blocks of `f` positions and `mr` output-channel rows."""
+    oh = c.out_shape[2]
+    (sh, sw), (dh, dw) = c.strides, c.dilation
+    kh, kw = _ints(c.weight.shape)[2:]
+    wq = flat_row_width(c)
+    blocks = -(-(oh * wq) // f)
     reach = ((kh - 1) * dh // sh) * wq + (kw - 1) * dw // sw
     rows = -(-(blocks * f + reach) // wq)
     return FlatPlan(wq, rows, f, blocks, mr)
@@ -404,6 +426,21 @@ def flat_conv(c: Conv2D, plan: FlatPlan) -> tuple[Tensor, Tensor]:
     conv = compute((n_, oc, plan.blocks, f), body, name=f"{c.op.name}_rows_acc", tag=c.op.tag,
                    attrs=c.op.attrs)  # fmt: skip
     return conv, phased
+
+
+@register_rewrite("conv2d.flat_rows")
+def flat_rows_rewrite(op: Operation, f: int) -> dict[str, Tensor]:
+    """The conv2d anchor `op` as `flat_conv` over blocks of `f` positions (`"main"`,
+    `"phased"`), viewed back in NCHW."""
+    c = require(analyze_conv(op), "conv2d.flat_rows", op)
+    plan = flat_plan(c, f, 1)
+    main, phased = flat_conv(c, plan)
+    wq = plan.wq
+
+    def view(n: PrimExpr, o: PrimExpr, oh: PrimExpr, ow: PrimExpr) -> PrimExpr:
+        return main[n, o, (oh * wq + ow) // f, (oh * wq + ow) % f]
+
+    return {"view": anchor_view(op, view), "main": main, "phased": phased}
 
 
 FLAT_WEIGHT_BLOCK_BYTES = 16 * 1024
@@ -464,12 +501,8 @@ def schedule_flat_rows(
     broadcast scalars (no packing); then the output rows copied out through the tail."""
     lanes = target.lanes(c.out_dtype)
     plan = plan_flat(c, lanes, target)
-    main, phased = flat_conv(c, plan)
-    wq, f = plan.wq, plan.f
-    host = install(
-        s, outputs, anchor, main,
-        lambda n, o, oh, ow: main[n, o, (oh * wq + ow) // f, (oh * wq + ow) % f],
-    )  # fmt: skip
+    host, parts = install(s, outputs, anchor, "conv2d.flat_rows", f=plan.f)
+    main, phased = parts["main"], parts["phased"]
     if c.data is not c.raw and s[c.data].attach_kind is not AttachKind.INLINE:
         s[c.data].compute_inline()  # the anchor's own padding: nothing reads it any more
     st = s[host]
@@ -533,13 +566,24 @@ def clone_compute(op: ComputeOp, name: str) -> Tensor:
     return compute(op.output(0).shape, fn, name=name, tag=op.tag, attrs=op.attrs)  # type: ignore[no-any-return]
 
 
+@register_rewrite("conv2d.clone")
+def clone_rewrite(op: Operation) -> dict[str, Tensor]:
+    """The anchor `op` as a fresh copy of itself (`"main"`, named `<op>_acc`): the compute
+    the accumulators live in, the anchor's stage its view."""
+    if not isinstance(op, ComputeOp) or op.num_outputs != 1:
+        require(None, "conv2d.clone", op)
+    assert isinstance(op, ComputeOp)
+    main = clone_compute(op, f"{op.name}_acc")
+    return {"view": anchor_view(op, lambda *i: main[i]), "main": main}
+
+
 def schedule_width_vectors(
     s: Schedule, outputs: list[Tensor], anchor: Tensor, c: Conv2D, target: Target
 ) -> None:
     """The width-vector nest of the module docstring (depthwise and other groupings)."""
     lanes = target.lanes(c.out_dtype)
-    main = clone_compute(c.op, f"{c.op.name}_acc")
-    host = install(s, outputs, anchor, main, lambda *i: main[i])
+    host, parts = install(s, outputs, anchor, "conv2d.clone")
+    main = parts["main"]
     _schedule_pad(s, c.data, target)
     oc_, ow_ = c.out_shape[1], c.out_shape[3]
     vecs = max(1, min(4, -(-ow_ // lanes)))
@@ -582,8 +626,8 @@ def schedule_nhwc(
     """Output channels (innermost in NHWC) as vectors, a block of output columns in
     registers, the input broadcast."""
     lanes = target.lanes(c.out_dtype)
-    main = clone_compute(c.op, f"{c.op.name}_acc")
-    host = install(s, outputs, anchor, main, lambda *i: main[i])
+    host, parts = install(s, outputs, anchor, "conv2d.clone")
+    main = parts["main"]
     _schedule_pad(s, c.data, target)
     ow_, oc_ = c.out_shape[2], c.out_shape[3]
     blocks = -(-oc_ // lanes)
@@ -663,8 +707,12 @@ __all__ = [
     "analyze_conv",
     "channel_blocked",
     "channel_vector_ok",
+    "channel_vectors_rewrite",
     "choose_conv_blocking",
     "clone_compute",
+    "clone_rewrite",
+    "flat_plan",
+    "flat_rows_rewrite",
     "schedule_channel_vectors",
     "schedule_conv2d",
     "schedule_nhwc",

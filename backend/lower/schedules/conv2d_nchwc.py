@@ -58,12 +58,13 @@ from attrs import frozen
 from ....lang.opdefs.semantics.layouts import layout_letters
 from ....lang.optable import OpTable
 from ...target import Target
+from ...te.rewrite import register_rewrite
 from ...te.schedule import AttachKind
 from ...te.tensor import ComputeOp, PlaceholderOp, Tensor, compute, reduce_axis, sum_
 from ...tir.expr import PrimExpr, cast
 from . import PARALLEL_MIN_WORK, Schedule, ScheduleRule, last_stage
 from .conv2d import Conv2D, _ints, analyze_conv
-from .dense import VECTOR_REGISTERS, install
+from .dense import VECTOR_REGISTERS, anchor_view, install, require
 
 ACCUMULATOR_BUDGET = {32: 24, 16: 12}
 """Vector accumulators a conv2d_NCHWc register block may use, per register count (the rest
@@ -154,6 +155,13 @@ def blocked_conv(b: BlockedConv) -> Tensor:
 
     return compute(c.out_shape, body, name=f"{c.op.name}_blocked", tag=c.op.tag,  # type: ignore[no-any-return]
                    attrs=c.op.attrs)  # fmt: skip
+
+
+@register_rewrite("nchwc.conv")
+def blocked_conv_rewrite(op: Any) -> dict[str, Tensor]:
+    """The conv2d_NCHWc anchor `op` as `blocked_conv` (`"main"`)."""
+    main = blocked_conv(require(analyze_blocked(op, depthwise=False), "nchwc.conv", op))
+    return {"view": anchor_view(op, lambda *i: main[i]), "main": main}
 
 
 @frozen
@@ -269,8 +277,8 @@ def schedule_conv2d_nchwc(
         _generic(s, outputs, anchor, target)
         return
     c = b.conv
-    main = blocked_conv(b)
-    host = install(s, outputs, anchor, main, lambda *i: main[i])
+    host, parts = install(s, outputs, anchor, "nchwc.conv")
+    main = parts["main"]
     _pad_at_root(s, c.data, c.raw, target)
     blk = choose_nchwc_blocking(b, target)
     ci_o, kh, kw = _ints(c.weight.shape)[1:4]
@@ -346,6 +354,14 @@ def blocked_depthwise(b: BlockedConv) -> Tensor:
                    attrs=c.op.attrs)  # fmt: skip
 
 
+@register_rewrite("nchwc.depthwise")
+def blocked_depthwise_rewrite(op: Any) -> dict[str, Tensor]:
+    """The depthwise_conv2d_NCHWc anchor `op` as `blocked_depthwise` (`"main"`)."""
+    b = require(analyze_blocked(op, depthwise=True), "nchwc.depthwise", op)
+    main = blocked_depthwise(b)
+    return {"view": anchor_view(op, lambda *i: main[i]), "main": main}
+
+
 def schedule_depthwise_nchwc(
     s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target
 ) -> None:
@@ -355,8 +371,8 @@ def schedule_depthwise_nchwc(
         _generic(s, outputs, anchor, target)
         return
     c = b.conv
-    main = blocked_depthwise(b)
-    host = install(s, outputs, anchor, main, lambda *i: main[i])
+    host, parts = install(s, outputs, anchor, "nchwc.depthwise")
+    main = parts["main"]
     kh, kw = _ints(c.weight.shape)[2:4]
     _, c_o, _, ow_, _ = c.out_shape
     threads = target.num_threads
@@ -416,7 +432,9 @@ __all__ = [
     "NCHWcBlocking",
     "analyze_blocked",
     "blocked_conv",
+    "blocked_conv_rewrite",
     "blocked_depthwise",
+    "blocked_depthwise_rewrite",
     "choose_nchwc_blocking",
     "depthwise_columns",
     "schedule_conv2d_nchwc",

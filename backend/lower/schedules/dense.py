@@ -38,11 +38,12 @@ contiguous in k for both operands:
         acc[m, n+j] = sum(part[m, j, :])         # horizontal sums
       out[..] = tail(acc[..])
 
-How the anchor's compute is replaced (`replace_anchor`): the anchor stage's operation
-becomes a cheap view of a new compute (the packed product, or conv2d's channel-blocked
-one), which lowering inlines into the element-wise tail (or which is the output itself).
-This edits the schedule's dataflow the way `cache_read`/`cache_write` do; it is not a trace
-primitive, so a trace of such a kernel replays only on the rewritten schedule.
+How the anchor's compute is replaced (`install`): the anchor stage's operation becomes a
+cheap view of a new compute (the packed product, or conv2d's channel-blocked one), which
+lowering inlines into the element-wise tail (or which is the output itself). The new
+computes are built by a registered compute rewrite (`te.rewrite`: `"dense.gemm"`,
+`"dense.gemv"` here) from the anchor's operation and a few integers, and applied with the
+`replace_compute` primitive, so the schedule's trace records it and replays.
 """
 
 from __future__ import annotations
@@ -55,11 +56,11 @@ from attrs import frozen
 
 from ....lang.optable import OpTable
 from ...target import Target
-from ...te.schedule import root_iter_vars
+from ...te.errors import ScheduleError
+from ...te.rewrite import register_rewrite
 from ...te.tensor import (
     ComputeOp,
     Operation,
-    PlaceholderOp,
     ProducerLoad,
     Tensor,
     compute,
@@ -99,46 +100,25 @@ VECTOR_REGISTERS = {512: 32, 256: 16, 128: 16}
 # ------------------------------------------------------------------ rewriting the anchor
 
 
-def _post_order(root: Operation) -> list[Operation]:
-    order: list[Operation] = []
-    seen: set[int] = set()
-    stack: list[tuple[Operation, bool]] = [(root, False)]
-    while stack:
-        op, expanded = stack.pop()
-        if expanded:
-            order.append(op)
-            continue
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
-        stack.append((op, True))
-        stack.extend((t.op, False) for t in reversed(op.input_tensors) if id(t.op) not in seen)
-    return order
+def replace_anchor(s: Schedule, anchor: Tensor, rewrite: str, **params: Any) -> dict[str, Tensor]:
+    """Make the stage of `anchor` compute the view of the registered compute rewrite
+    `rewrite` (`Schedule.replace_compute`, a recorded trace step); returns the rewrite's
+    tensors by name. Call it before scheduling the anchor's stage."""
+    return s.replace_compute(anchor, rewrite, **params)  # type: ignore[no-any-return]
 
 
-def replace_anchor(s: Schedule, anchor: Tensor, view: Tensor) -> None:
-    """Make the stage of `anchor` compute `view` (same shape and dtype) instead, adding a
-    stage for every operation `view` reads that the schedule does not have yet (inserted
-    before the anchor's stage, producers first). Readers of the anchor read `view` from then
-    on; `s[anchor]` is the view's stage. Call it before scheduling the anchor's stage."""
-    stage = s[anchor]
-    old = stage.op
-    if old.num_outputs != 1 or tuple(_ints(view.shape)) != tuple(_ints(anchor.shape)):
-        raise ValueError(f"replace_anchor: {view.name} does not have the shape of {old.name}")
-    if view.dtype != anchor.dtype:
-        raise ValueError(f"replace_anchor: {view.name} is {view.dtype}, not {anchor.dtype}")
-    present = {id(st.op) for st in s.stages}
-    position = s.stages.index(stage)
-    for op in _post_order(view.op):
-        if op is view.op or id(op) in present:
-            continue
-        if isinstance(op, PlaceholderOp):
-            raise ValueError(f"replace_anchor: {op.name} is not an input of the kernel")
-        s._add_stage(op, position)
-        position += 1
-    s._set_op(stage, view.op)
-    stage._set_roots(root_iter_vars(view.op))
-    s._replace_dataflow({old.output(0): view}, skip=[stage])
+def anchor_view(op: Operation, fn: Any) -> Tensor:
+    """The element-wise view `fn(*axes)` a rewrite of `op` gives the anchor's stage (its
+    name, shape and dtype)."""
+    return compute(op.output(0).shape, fn, name=op.name, tag="elemwise")  # type: ignore[no-any-return]
+
+
+def require(value: Any, rewrite: str, op: Operation) -> Any:
+    """`value`, unless it is None: then the rewrite does not apply to `op` (a
+    `ScheduleError`, e.g. a trace replayed on another computation)."""
+    if value is None:
+        raise ScheduleError(f"compute rewrite `{rewrite}` does not apply to {op.name}")
+    return value
 
 
 def _ints(shape: Sequence[PrimExpr]) -> list[int]:
@@ -169,18 +149,20 @@ def tail_output(s: Schedule, outputs: Sequence[Tensor], anchor: Tensor) -> Tenso
     return out
 
 
-def install(s: Schedule, outputs: Sequence[Tensor], anchor: Tensor, main: Tensor, view: Any) -> Any:
-    """Replace the anchor by `view(*axes)` (an element-wise read of `main`), inline the view
-    into the tail when the tail reads the anchor element for element, and return the tensor
-    whose loops `main` is computed in (the output, or the view's own stage at root when the
-    tail cannot host it: the tail then keeps its default schedule)."""
+def install(
+    s: Schedule, outputs: Sequence[Tensor], anchor: Tensor, rewrite: str, **params: Any
+) -> tuple[Any, dict[str, Tensor]]:
+    """Replace the anchor by the view of the compute rewrite `rewrite` (`replace_anchor`: an
+    element-wise read of the rewrite's main compute), inline the view into the tail when the
+    tail reads the anchor element for element, and return (the tensor whose loops the main
+    compute is computed in: the output, or the view's own stage at root when the tail cannot
+    host it, the tail then keeping its default schedule; the rewrite's tensors)."""
     host = tail_output(s, outputs, anchor)
-    shaped = compute(anchor.shape, view, name=anchor.op.name, tag="elemwise")
-    replace_anchor(s, anchor, shaped)
+    parts = replace_anchor(s, anchor, rewrite, **params)
     if host is None or host is anchor:
-        return anchor
+        return anchor, parts
     s[anchor].compute_inline()
-    return host
+    return host, parts
 
 
 # ------------------------------------------------------------------------ analysis
@@ -324,6 +306,18 @@ def packed_product(p: Product, nb: int) -> tuple[Tensor, Tensor | None]:
 
     main = compute(shape, body, name=f"{op.name}_packed", tag=op.tag, attrs=op.attrs)
     return main, packed
+
+
+@register_rewrite("dense.gemm")
+def gemm_rewrite(op: Operation, nb: int) -> dict[str, Tensor]:
+    """The product anchor `op` as `packed_product(nb)` (its main compute `"main"`, the
+    packing stage `"packed"` when there is one)."""
+    p = require(analyze_product(op), "dense.gemm", op)
+    main, packed = packed_product(p, nb)
+    parts = {"view": anchor_view(op, lambda *i: main[i]), "main": main}
+    if packed is not None:
+        parts["packed"] = packed
+    return parts
 
 
 # ---------------------------------------------------------------------- the loop nests
@@ -487,6 +481,14 @@ def split_k_product(p: Product, width: int) -> tuple[Tensor, Tensor]:
     return total, partial
 
 
+@register_rewrite("dense.gemv")
+def gemv_rewrite(op: Operation, width: int) -> dict[str, Tensor]:
+    """The product anchor `op` as `split_k_product(width)` (`"total"`, `"partial"`)."""
+    p = require(analyze_product(op), "dense.gemv", op)
+    total, partial = split_k_product(p, width)
+    return {"view": anchor_view(op, lambda *i: total[i]), "total": total, "partial": partial}
+
+
 def schedule_gemv(
     s: Schedule, host: Tensor, total: Tensor, partial: Tensor, target: Target
 ) -> None:
@@ -563,18 +565,15 @@ def schedule_product(s: Schedule, outputs: list[Tensor], anchor: Tensor, target:
     rows = _rows(p)
     cols = int(getattr(p.op.axis[-1].dom.extent, "value", 0))
     if p.rhs_layout == "k" and (rows <= GEMV_MAX_ROWS or cols < lanes):
-        total, partial = split_k_product(
-            p, split_width(int(getattr(p.k.dom.extent, "value", 0)), lanes)
-        )
-        host = install(s, outputs, anchor, total, lambda *i: total[i])
-        schedule_gemv(s, host, total, partial, target)
+        width = split_width(int(getattr(p.k.dom.extent, "value", 0)), lanes)
+        host, parts = install(s, outputs, anchor, "dense.gemv", width=width)
+        schedule_gemv(s, host, parts["total"], parts["partial"], target)
         return True
     blocking = choose_blocking(rows, cols, lanes, target)
     if p.rhs_layout == "packed" and fits_registers(p.block, lanes, target):
         blocking = Blocking(blocking_rows(rows, p.block // lanes, target), p.block, lanes)
-    main, packed = packed_product(p, blocking.nb)
-    host = install(s, outputs, anchor, main, lambda *i: main[i])
-    schedule_gemm(s, host, main, packed, blocking, target)
+    host, parts = install(s, outputs, anchor, "dense.gemm", nb=blocking.nb)
+    schedule_gemm(s, host, parts["main"], parts.get("packed"), blocking, target)
     return True
 
 
@@ -602,13 +601,17 @@ __all__ = [
     "Blocking",
     "Product",
     "analyze_product",
+    "anchor_view",
     "blocking_rows",
     "choose_blocking",
     "fits_registers",
+    "gemm_rewrite",
+    "gemv_rewrite",
     "install",
     "packed_block",
     "packed_product",
     "replace_anchor",
+    "require",
     "schedule_dense",
     "schedule_gemm",
     "schedule_gemv",

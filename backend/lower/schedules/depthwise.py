@@ -39,13 +39,14 @@ from typing import Any
 from attrs import frozen
 
 from ...target import Target
+from ...te.rewrite import register_rewrite
 from ...te.schedule import AttachKind
 from ...te.tensor import Tensor, compute, reduce_axis, sum_
 from ...tir.expr import PrimExpr, all_of, cast, const
 from ...tir.op import if_then_else
 from . import PARALLEL_MIN_WORK, Schedule
-from .conv2d import Conv2D, _ints
-from .dense import VECTOR_REGISTERS, install
+from .conv2d import Conv2D, _ints, analyze_conv
+from .dense import VECTOR_REGISTERS, anchor_view, install, require
 
 ENABLED = True
 """Whether `conv2d`'s dispatch sends NCHW depthwise convolutions here (for comparisons)."""
@@ -181,6 +182,39 @@ def flat_conv(d: Depthwise, plane: Tensor, f: int) -> Tensor:
                    attrs=c.op.attrs)  # fmt: skip
 
 
+def _analyzed(op: Any, rewrite: str) -> Depthwise:
+    c = analyze_conv(op)
+    return require(analyze_depthwise(c) if c is not None else None, rewrite, op)  # type: ignore[no-any-return]
+
+
+@register_rewrite("depthwise.width")
+def width_rewrite(op: Any) -> dict[str, Tensor]:
+    """The depthwise anchor `op` as `width_conv` over its phase planes (`"main"`,
+    `"plane"`)."""
+    d = _analyzed(op, "depthwise.width")
+    plane = phase_plane(d, d.rows)
+    main = width_conv(d, plane)
+    return {"view": anchor_view(op, lambda *i: main[i]), "main": main, "plane": plane}
+
+
+@register_rewrite("depthwise.flat")
+def flat_rewrite(op: Any, f: int) -> dict[str, Tensor]:
+    """The depthwise anchor `op` as `flat_conv` over blocks of `f` flat positions
+    (`"main"`, `"plane"`), viewed back in NCHW."""
+    d = _analyzed(op, "depthwise.flat")
+    c, q = d.conv, d.cols
+    (sh, sw), (dh, dw) = c.strides, c.dilation
+    blocks = -(-(c.out_shape[2] * q) // f)
+    reach = ((d.kh - 1) * dh // sh) * q + (d.kw - 1) * dw // sw
+    plane = phase_plane(d, -(-(blocks * f + reach) // q))
+    main = flat_conv(d, plane, f)
+
+    def view(n: PrimExpr, o: PrimExpr, oh: PrimExpr, ow: PrimExpr) -> PrimExpr:
+        return main[n, o, (oh * q + ow) // f, (oh * q + ow) % f]
+
+    return {"view": anchor_view(op, view), "main": main, "plane": plane}
+
+
 def choose_form(d: Depthwise, lanes: int) -> str:
     """ "flat" for rows narrower than `FLAT_BELOW_VECTORS` vectors, else "width"."""
     return "flat" if d.conv.out_shape[3] < FLAT_BELOW_VECTORS * lanes else "width"
@@ -232,9 +266,8 @@ def _schedule_width(
     s: Schedule, outputs: list[Tensor], anchor: Tensor, d: Depthwise, lanes: int, target: Target
 ) -> None:
     c = d.conv
-    plane = phase_plane(d, d.rows)
-    main = width_conv(d, plane)
-    host = install(s, outputs, anchor, main, lambda *i: main[i])
+    host, parts = install(s, outputs, anchor, "depthwise.width")
+    main, plane = parts["main"], parts["plane"]
     ow_ = c.out_shape[3]
     regs = VECTOR_REGISTERS.get(target.vector_bits, 16)
     vecs = max(1, min(WIDTH_VECTORS, regs // 2, -(-ow_ // lanes)))
@@ -268,17 +301,8 @@ def _schedule_flat(
     s: Schedule, outputs: list[Tensor], anchor: Tensor, d: Depthwise, lanes: int, target: Target
 ) -> None:
     c = d.conv
-    q = d.cols
-    f = lanes
-    (sh, sw), (dh, dw) = c.strides, c.dilation
-    blocks = -(-(c.out_shape[2] * q) // f)
-    reach = ((d.kh - 1) * dh // sh) * q + (d.kw - 1) * dw // sw
-    plane = phase_plane(d, -(-(blocks * f + reach) // q))
-    main = flat_conv(d, plane, f)
-    host = install(
-        s, outputs, anchor, main,
-        lambda n, o, oh, ow: main[n, o, (oh * q + ow) // f, (oh * q + ow) % f],
-    )  # fmt: skip
+    host, parts = install(s, outputs, anchor, "depthwise.flat", f=lanes)
+    main, plane = parts["main"], parts["plane"]
     ow_ = c.out_shape[3]
     st = s[host]
     plane_loop, ow = _plane_loop(s, host, d)
@@ -304,7 +328,9 @@ __all__ = [
     "analyze_depthwise",
     "choose_form",
     "flat_conv",
+    "flat_rewrite",
     "phase_plane",
     "schedule_depthwise",
     "width_conv",
+    "width_rewrite",
 ]

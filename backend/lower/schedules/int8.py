@@ -39,12 +39,13 @@ from typing import Any
 from attrs import frozen
 
 from ...target import Target
+from ...te.rewrite import register_rewrite
 from ...te.tensor import ComputeOp, Tensor, compute, reduce_axis, sum_
 from ...te.tensorize import TensorIntrinsic
 from ...tir.expr import Cast, Mul, PrimExpr, Var, all_of, cast, const
 from ...tir.op import if_then_else
 from . import PARALLEL_MIN_WORK, Schedule, extents
-from .dense import VECTOR_REGISTERS, analyze_product, install
+from .dense import VECTOR_REGISTERS, analyze_product, anchor_view, install, require
 
 INT8 = ("int8", "uint8")
 
@@ -178,10 +179,58 @@ def schedule_dense_int8(s: Schedule, outputs: list[Tensor], anchor: Tensor, targ
     K = int(getattr(p.k.dom.extent, "value", 0))
     if K == 0:
         return False
-    L, G = plan.lanes, plan.group
+    L = plan.lanes
     rows, vecs = _tile(target, N, L)
     rows = min(rows, M)
     nb = vecs * L
+    np_ = -(-N // nb) * nb
+    host, parts = install(s, outputs, anchor, "int8.dense", kind=plan.kind, rows=rows, nb=nb)
+    a, w, acc, res, wsum = parts["a"], parts["w"], parts["acc"], parts["res"], parts.get("wsum")
+    if res is not acc:
+        s[res].compute_root()
+        if host is not anchor:
+            from .injective import schedule_injective_stage
+
+            schedule_injective_stage(s, host, target)
+        host = res
+    st = s[host]
+    hm, hn = st.op.axis
+    no, ni = st.split(hn, factor=nb)
+    mo, mi = st.split(hm, factor=rows)
+    st.reorder(no, mo, mi, ni)
+    vl = min(nb, max(1, target.vector_bits // 32))
+    _, nii = st.split(ni, factor=vl)
+    st.vectorize(nii)
+    threads = target.num_threads
+    parallel = threads > 1 and M * N * K >= PARALLEL_MIN_WORK
+    col_blocks = np_ // nb
+    if parallel and col_blocks < 4 * threads:
+        at = st.fuse(no, mo)
+        st.parallel(at)
+        w_at = None
+    else:
+        if parallel:
+            st.parallel(no)
+        at, w_at = mo, no
+    _schedule_acc(s, acc, st, at, plan)
+    _schedule_rows(s, a, target)
+    ws = s[w]
+    if w_at is not None:
+        ws.compute_at(st, w_at)
+    if wsum is not None:
+        s[wsum].compute_root()
+    return True
+
+
+@register_rewrite("int8.dense")
+def dense_int8_rewrite(op: Any, kind: str, rows: int, nb: int) -> dict[str, Tensor]:
+    """The int8 dense anchor `op` computed with plan `kind`'s operands by `rows` x `nb`
+    tiles (`"a"`, `"w"`, `"acc"`, `"res"`, and `"wsum"` when the data is shifted)."""
+    p = require(analyze_product(op), "int8.dense", op)
+    plan = _plan(kind, p.lhs.dtype, False)
+    M, N = extents(op)
+    K = int(getattr(p.k.dom.extent, "value", 0))
+    L, G = plan.lanes, plan.group
     mp, np_, kp = -(-M // rows) * rows, -(-N // nb) * nb, -(-K // G) * G
     data, weight = p.lhs.producer, p.rhs.producer
 
@@ -224,41 +273,10 @@ def schedule_dense_int8(s: Schedule, outputs: list[Tensor], anchor: Tensor, targ
     def view(m: Var, n: Var) -> PrimExpr:
         return res[m, n] - wsum[n] if wsum is not None else res[m, n]
 
-    host = install(s, outputs, anchor, res, view)
-    if res is not acc:
-        s[res].compute_root()
-        if host is not anchor:
-            from .injective import schedule_injective_stage
-
-            schedule_injective_stage(s, host, target)
-        host = res
-    st = s[host]
-    hm, hn = st.op.axis
-    no, ni = st.split(hn, factor=nb)
-    mo, mi = st.split(hm, factor=rows)
-    st.reorder(no, mo, mi, ni)
-    vl = min(nb, max(1, target.vector_bits // 32))
-    _, nii = st.split(ni, factor=vl)
-    st.vectorize(nii)
-    threads = target.num_threads
-    parallel = threads > 1 and M * N * K >= PARALLEL_MIN_WORK
-    col_blocks = np_ // nb
-    if parallel and col_blocks < 4 * threads:
-        at = st.fuse(no, mo)
-        st.parallel(at)
-        w_at = None
-    else:
-        if parallel:
-            st.parallel(no)
-        at, w_at = mo, no
-    _schedule_acc(s, acc, st, at, plan)
-    _schedule_rows(s, a, target)
-    ws = s[w]
-    if w_at is not None:
-        ws.compute_at(st, w_at)
+    parts = {"view": anchor_view(op, view), "a": a, "w": w, "acc": acc, "res": res}
     if wsum is not None:
-        s[wsum].compute_root()
-    return True
+        parts["wsum"] = wsum
+    return parts
 
 
 def _schedule_acc(s: Schedule, acc: Tensor, host: Any, at: Any, plan: DotPlan) -> None:
@@ -307,14 +325,67 @@ def schedule_conv2d_int8(
     plan = choose_plan(target, x.dtype, wt.dtype)
     if plan is None or 0 in c.out_shape:
         return False
+    B, IC = (int(getattr(d, "value", 0)) for d in x.shape[:2])
+    OC, _, KH, KW = (int(getattr(d, "value", 0)) for d in wt.shape)
+    _, _, OH, OW = c.out_shape
+    (sh, sw), (dh, dw) = c.strides, c.dilation
+    L, G = plan.lanes, plan.group
+    owt, vb = _tile(target, OC, L)
+    owt = min(owt, OW)
+    owp = -(-OW // owt) * owt
+    icp = -(-IC // G) * G
+    hp = (OH - 1) * sh + (KH - 1) * dh + 1
+    wp = (owp - 1) * sw + (KW - 1) * dw + 1
+    host, parts = install(s, outputs, anchor, "int8.conv2d", kind=plan.kind, owt=owt, vb=vb)
+    d, w, acc, res, wsum = parts["d"], parts["w"], parts["acc"], parts["res"], parts.get("wsum")
+    rs = s[res]
+    rb, rob, roh, row, rl = rs.op.axis
+    obo, obi = rs.split(rob, factor=vb)
+    owo, owi = rs.split(row, factor=owt)
+    rs.reorder(rb, obo, roh, owo, obi, owi, rl)
+    rs.vectorize(rl)
+    work = B * OC * OH * OW * KH * KW * IC
+    if target.num_threads > 1 and work >= PARALLEL_MIN_WORK:
+        rs.parallel(rs.fuse(rb, obo, roh))
+    # acc's tile: (b, ob, oh, ow) region [1, vb, 1, owt]; the reduction outside it
+    ast = s[acc]
+    ast.compute_at(rs, owo)
+    ab, aob, aoh, aow, al = ast.op.axis
+    rkh, rkw, rico, rg = ast.op.reduce_axis
+    ast.reorder(rkh, rkw, rico, ab, aob, aoh, aow, al, rg)
+    ast.unroll(aob)
+    ast.unroll(aow)
+    ast.tensorize(al, plan.intrinsic)
+    ds = s[d]
+    ds.compute_root()
+    if target.num_threads > 1 and B * hp * wp * icp >= 64 * 1024:
+        ds.parallel(ds.fuse(*ds.op.axis[:2]))
+    s[w].compute_root()
+    if wsum is not None:
+        s[wsum].compute_root()
+    if host is not anchor:
+        from .injective import schedule_injective_stage
+
+        schedule_injective_stage(s, host, target)
+    return True
+
+
+@register_rewrite("int8.conv2d")
+def conv2d_int8_rewrite(op: Any, kind: str, owt: int, vb: int) -> dict[str, Tensor]:
+    """The int8 conv2d anchor `op` computed with plan `kind`'s operands by tiles of `owt`
+    columns and `vb` channel vectors (`"d"`, `"w"`, `"acc"`, `"res"`, and `"wsum"` when the
+    data is shifted)."""
+    from .conv2d import analyze_conv
+
+    c = require(analyze_conv(op), "int8.conv2d", op)
+    x, wt = c.raw, c.weight
+    plan = _plan(kind, x.dtype, False)
     B, IC, H, W = (int(getattr(d, "value", 0)) for d in x.shape)
     OC, _, KH, KW = (int(getattr(d, "value", 0)) for d in wt.shape)
     _, _, OH, OW = c.out_shape
     (sh, sw), (dh, dw) = c.strides, c.dilation
     pt, pl = c.pads[0][0], c.pads[1][0]
     L, G = plan.lanes, plan.group
-    owt, vb = _tile(target, OC, L)
-    owt = min(owt, OW)
     ocb = -(-OC // (vb * L)) * vb
     owp = -(-OW // owt) * owt
     icp = -(-IC // G) * G
@@ -361,36 +432,10 @@ def schedule_conv2d_int8(
         value = res[b, oc // L, oh, ow, oc % L]
         return value - wsum[oc] if wsum is not None else value
 
-    host = install(s, outputs, anchor, res, view)
-    rs = s[res]
-    rb, rob, roh, row, rl = rs.op.axis
-    obo, obi = rs.split(rob, factor=vb)
-    owo, owi = rs.split(row, factor=owt)
-    rs.reorder(rb, obo, roh, owo, obi, owi, rl)
-    rs.vectorize(rl)
-    work = B * OC * OH * OW * KH * KW * IC
-    if target.num_threads > 1 and work >= PARALLEL_MIN_WORK:
-        rs.parallel(rs.fuse(rb, obo, roh))
-    # acc's tile: (b, ob, oh, ow) region [1, vb, 1, owt]; the reduction outside it
-    ast = s[acc]
-    ast.compute_at(rs, owo)
-    ab, aob, aoh, aow, al = ast.op.axis
-    ast.reorder(rkh, rkw, rico, ab, aob, aoh, aow, al, rg)
-    ast.unroll(aob)
-    ast.unroll(aow)
-    ast.tensorize(al, plan.intrinsic)
-    ds = s[d]
-    ds.compute_root()
-    if target.num_threads > 1 and B * hp * wp * icp >= 64 * 1024:
-        ds.parallel(ds.fuse(*ds.op.axis[:2]))
-    s[w].compute_root()
+    parts = {"view": anchor_view(op, view), "d": d, "w": w, "acc": acc, "res": res}
     if wsum is not None:
-        s[wsum].compute_root()
-    if host is not anchor:
-        from .injective import schedule_injective_stage
-
-        schedule_injective_stage(s, host, target)
-    return True
+        parts["wsum"] = wsum
+    return parts
 
 
 def _conv_loads(c: Any) -> tuple[Any, Any]:

@@ -36,12 +36,21 @@ from attrs import frozen
 from ....lang.opdefs.semantics import lowest
 from ....lang.optable import OpTable
 from ...target import Target
+from ...te.rewrite import register_rewrite
 from ...te.schedule import AttachKind
 from ...te.tensor import ComputeOp, Tensor, compute, max_reduce, reduce_axis, sum_
 from ...tir.expr import PrimExpr, all_of, const
 from ...tir.op import if_then_else
 from . import PARALLEL_MIN_WORK, Schedule, ScheduleRule, last_stage
-from .dense import VECTOR_REGISTERS, _ints, install, replace_anchor, tail_output
+from .dense import (
+    VECTOR_REGISTERS,
+    _ints,
+    anchor_view,
+    install,
+    replace_anchor,
+    require,
+    tail_output,
+)
 from .depthwise import window_block
 from .reduce import schedule_with_tail
 
@@ -81,23 +90,31 @@ def analyze_window_pool(anchor: Tensor) -> WindowPool | None:
         return None
     if op.tag == "pool_avg":
         (window,) = op.input_tensors
-        kind = "avg"
         if getattr(window.op, "tag", "") != "pool_sum":
             return None
     elif op.tag == "pool_max":
-        window, kind = anchor, "max"
+        window = anchor
     else:
         return None
+    return analyze_window(window.op)
+
+
+def analyze_window(op: Any) -> WindowPool | None:
+    """The plane view of a pool's window stage (`pool_max`, or average pooling's
+    `pool_sum`), or None when it is not a 2-D window pool over NCHW."""
+    if not isinstance(op, ComputeOp) or op.tag not in ("pool_max", "pool_sum"):
+        return None
+    window, kind = op.output(0), ("max" if op.tag == "pool_max" else "avg")
     info: Any = op.attrs
     if info.get("layout") != "NCHW" or len(info.get("pool_size", ())) != 2:
         return None
     (padded,) = window.op.input_tensors
     own_pad = padded.op.name == f"pool_{kind}_pad"  # not a pad stage the pool's input is
     x = padded.op.input_tensors[0] if own_pad else padded
-    if len(x.shape) != 4 or len(anchor.shape) != 4:
+    if len(x.shape) != 4 or len(window.shape) != 4:
         return None
     kernel, strides, dilation = info["pool_size"], info["strides"], info["dilation"]
-    out_shape = tuple(_ints(anchor.shape))
+    out_shape = tuple(_ints(window.shape))
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilation
     phases_h = sh if any(k * dh % sh for k in range(kh)) else 1
     phases_w = sw if any(k * dw % sw for k in range(kw)) else 1
@@ -148,21 +165,32 @@ def plane_window(p: WindowPool, plane: Tensor) -> Tensor:
     return compute(p.out_shape, body, name=f"{op.name}_phased", tag=op.tag, attrs=op.attrs)  # type: ignore[no-any-return]
 
 
+@register_rewrite("pool.plane")
+def plane_rewrite(op: Any) -> dict[str, Tensor]:
+    """The window stage `op` as `plane_window` over its phase planes (`"main"`, `"plane"`):
+    a max pool's stage becomes a view of it, an average pool's window sum becomes it (the
+    average stage, which divides by the count, stays)."""
+    p = require(analyze_window(op), "pool.plane", op)
+    plane = pool_plane(p)
+    main = plane_window(p, plane)
+    view = anchor_view(op, lambda *i: main[i]) if p.kind == "max" else main
+    return {"view": view, "main": main, "plane": plane}
+
+
 def schedule_plane_pool(
     s: Schedule, outputs: list[Tensor], anchor: Tensor, p: WindowPool, target: Target
 ) -> None:
     """The plane nest of the module docstring."""
-    plane = pool_plane(p)
-    main = plane_window(p, plane)
     if p.kind == "max":
-        host = install(s, outputs, anchor, main, lambda *i: main[i])
+        host, parts = install(s, outputs, anchor, "pool.plane")
     else:  # the window sum is replaced; the average stage (the compute's count) stays
         host = tail_output(s, outputs, anchor)
-        replace_anchor(s, p.window, main)
+        parts = replace_anchor(s, p.window, "pool.plane")
         if host is None:
             host = anchor
         elif host is not anchor:
             s[anchor].compute_inline()
+    main, plane = parts["main"], parts["plane"]
     lanes = target.lanes(anchor.dtype)
     ow_ = p.out_shape[3]
     regs = VECTOR_REGISTERS.get(target.vector_bits, 16)

@@ -35,7 +35,6 @@ from .dense import (
     analyze_product,
     choose_blocking,
     install,
-    packed_product,
     schedule_gemm,
     tail_output,
 )
@@ -122,9 +121,8 @@ def schedule_batched_gemm(s: Schedule, gemm: Tensor, target: Target) -> None:
             v * lanes for v in range(1, blocking.nb // lanes + 1) if sizes[-1] % (v * lanes) == 0
         )
         blocking = Blocking(min(sizes[-2], 8), nb, lanes)
-    main, packed = packed_product(p, blocking.nb)
-    host = install(s, [gemm], gemm, main, lambda *i: main[i])
-    schedule_gemm(s, host, main, packed, blocking, target)
+    host, parts = install(s, [gemm], gemm, "dense.gemm", nb=blocking.nb)
+    schedule_gemm(s, host, parts["main"], parts.get("packed"), blocking, target)
 
 
 def schedule_output(

@@ -174,3 +174,13 @@ def test_erf_near_saturation_stays_within_one_and_its_bound(lib):
         assert np.max(np.abs(got - ref) / ulp) <= BOUNDS_ULP["erf"]
         saturated = np.abs(part) >= np.float32(3.9192059)
         assert np.all(got[saturated] == np.sign(part[saturated]))
+
+
+def test_erf_is_odd_bit_for_bit(lib):
+    """erf(-x) is exactly -erf(x) for every sampled x (the rational is odd in x)."""
+    x = aligned_copy(POINTS)
+    pos, neg = aligned_empty(len(x), "float32"), aligned_empty(len(x), "float32")
+    lib.run("erf", x, pos)
+    lib.run("erf", aligned_copy(-POINTS), neg)
+    keep = ~np.isnan(POINTS)
+    np.testing.assert_array_equal((-neg[keep]).view(np.uint32), pos[keep].view(np.uint32))

@@ -17,6 +17,7 @@ from relay.backend.lower.schedules.dense import (
 from relay.backend.runtime.op_impls import implementation_for
 from relay.backend.target import Target
 from relay.backend.te import compute, create_schedule, placeholder
+from relay.backend.te.errors import ScheduleError
 from relay.lang import get_op
 from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
 
@@ -178,14 +179,13 @@ def test_choose_blocking_fits_the_registers():
     assert choose_blocking(3, 1024, lanes, t).mr == 3
 
 
-def test_replace_anchor_rejects_a_view_of_another_shape():
+def test_replace_anchor_rejects_a_rewrite_that_does_not_apply():
     x = placeholder((4, 6), "float32", "x")
-    w = placeholder((5, 6), "float32", "w")
-    d, _ = apply_compute("nn.dense", [x, w], units=5)
-    s = create_schedule(d)
-    wrong = compute((5, 4), lambda i, j: x[j, i], name="wrong")
-    with pytest.raises(ValueError, match="shape"):
-        replace_anchor(s, d, wrong)
+    r = compute((4, 6), lambda i, j: x[i, j] * 2.0, name="r")
+    s = create_schedule(r)
+    with pytest.raises(ScheduleError, match=r"dense\.gemm` does not apply to r"):
+        replace_anchor(s, r, "dense.gemm", nb=8)
+    assert len(s.trace) == 0
 
 
 def test_split_width_divides_the_reduction_when_it_can():
