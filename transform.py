@@ -43,6 +43,7 @@ from .passes import (
     inline_pass,
     kebab_case,
     lambda_lift_pass,
+    merge_dense_pass,
     partial_evaluate_pass,
     register_pass,
     remove_unused_functions_pass,
@@ -122,6 +123,22 @@ def AlterOpLayout(block: int | None = None) -> Pass:
     if block is None:
         return alter_op_layout_pass
     return alter_op_layout_pass.with_options(block=block)
+
+
+def CombineParallelDense(min_num_branches: int | None = None, to_batch: bool = False) -> Pass:
+    """Merge sibling `nn.dense` layers with constant weights that share an input (at least
+    `min_num_branches`, default 2 where TVM's is 3) into one dense on the concatenated
+    weights followed by slices (`merge-dense`, at O3 where TVM runs its pass at O4). TVM's
+    `to_batch=True` form (one `nn.batch_matmul` over stacked weights) is not implemented:
+    it raises `ValueError`."""
+    if to_batch:
+        raise ValueError(
+            "CombineParallelDense(to_batch=True) is not supported: only the concatenated-"
+            "weights form (to_batch=False) is implemented"
+        )
+    if min_num_branches is None:
+        return merge_dense_pass
+    return merge_dense_pass.with_options(min_branches=min_num_branches)
 
 
 def ToANormalForm() -> Pass:
@@ -324,6 +341,7 @@ def __getattr__(attr: str) -> Callable[[], Pass]:
 
 __all__ = [
     "AlterOpLayout",
+    "CombineParallelDense",
     "ConvertLayout",
     "DeadCodeElimination",
     "EliminateCommonSubexpr",

@@ -224,7 +224,12 @@ def merge_dense_function(
     return fn.replace(body=body)
 
 
-@function_pass(name="merge-dense", opt_level=3, options=MergeDenseOptions)
+@function_pass(
+    name="merge-dense",
+    opt_level=3,
+    options=MergeDenseOptions,
+    tvm_name="CombineParallelDense",
+)
 def merge_dense_pass(
     fn: Function, mod: IRModule, ctx: PassContext, options: MergeDenseOptions
 ) -> Function:

@@ -261,3 +261,12 @@ def test_a_deep_program_merges_without_recursion() -> None:
     )
     after = merge_dense_function(mod["main"], mod)
     assert sum(isinstance(n, Call) and n.op is get_op("nn.dense") for n in post_order(after)) == 1
+
+
+def test_tvm_spelling_takes_the_branch_count_and_refuses_the_batched_form():
+    from relay import transform
+
+    assert transform.CombineParallelDense() is transform.CombineParallelDense(None)
+    assert transform.CombineParallelDense(3).options.min_branches == 3
+    with pytest.raises(ValueError, match="to_batch=True"):
+        transform.CombineParallelDense(to_batch=True)
