@@ -91,13 +91,15 @@ def build(
     params: Any | None = None,
     passes: Any | None = None,
     partial_evaluate: bool | None = None,
+    tuning_log: str | os.PathLike[str] | None = None,
 ) -> Any:
     """Compile `mod`'s `@main` for `target` (a `Target`, or a string such as
     `"llvm -mcpu=znver4 -num-threads=2"` or `"interp"`; default `llvm` for this machine),
     under the current `PassContext` (`opt_level` overrides its opt level), with `params`
     (name → array) bound as constants and `passes` added to the pipeline at named points
     (`[("after:fold-constant", my_pass)]`), after `partial-evaluate` when
-    `partial_evaluate=True`; see `relay.driver.build`."""
+    `partial_evaluate=True`, with the best configs of `tuning_log` (`relay tune`); see
+    `relay.driver.build`."""
     from .driver import build as _build
 
     return _build(
@@ -107,6 +109,7 @@ def build(
         params=params,
         passes=passes,
         partial_evaluate=partial_evaluate,
+        tuning_log=tuning_log,
     )
 
 

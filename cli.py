@@ -279,7 +279,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     # recording the stages' text compiles in this process: only when --dump asks for it
     dump: dict[str, Any] | None = {} if args.dump else None
     start = time.perf_counter()
-    model = build(module, target=target, opt_level=args.opt_level, params=params, dump=dump)
+    model = build(
+        module, target=target, opt_level=args.opt_level, params=params, dump=dump,
+        tuning_log=args.tuning_log,
+    )  # fmt: skip
     took = time.perf_counter() - start
     if isinstance(model, InterpretedModel):
         raise Error(f"{args.file}: cannot be compiled to native code: {model.reason}")
@@ -308,6 +311,65 @@ def cmd_build(args: argparse.Namespace) -> int:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
         print(f"wrote {path}")
+    return EXIT_OK
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    """Tune the schedules of a model's kernels, appending measurements to a log (`relay
+    build --tuning-log LOG` applies the best)."""
+    from .backend.tune.measure import MeasureOptions
+    from .backend.tune.tuner import GUIDED, plot_log, tune
+    from .driver import default_target
+    from .runio import load_inputs
+    from .tuning import extract_tasks
+
+    if args.trials < 0:
+        raise _UsageError("--trials must be at least 0")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise Error(
+                "--plot needs matplotlib, which is not installed: "
+                "pip install 'relay-lang[tune]' (or matplotlib)"
+            ) from None
+    target = default_target(args.target)
+    module, _ = _parse_module(args.file, args.strict)
+    _global_signatures(module)
+    params = load_inputs(args.params) if args.params else None
+    tasks = extract_tasks(module, params, target)
+    tuned = [t for t in tasks if t.space.size > 1]
+    print(f"{len(tasks)} kernels, {len(tuned)} with knobs to tune", file=sys.stderr)
+    if not GUIDED:
+        print("the cost model and search are missing: proposing random configs", file=sys.stderr)
+    options = MeasureOptions(
+        number=args.number, repeat=args.repeat, min_repeat_ms=args.min_repeat_ms,
+        timeout=args.timeout,
+    )  # fmt: skip
+    summary = tune(
+        tasks, args.log, args.trials, model=args.model, batch=args.batch, options=options,
+        seed=args.seed, progress=not args.no_progress,
+    )  # fmt: skip
+    for note in summary.notes:
+        print(note, file=sys.stderr)
+    for key, p in summary.tasks.items():
+        default = p.measured.get(p.task.space.default())
+        best = p.best()
+        if best is None:
+            print(f"{key}: no working config ({p.errors} errors)")
+            continue
+        speedup = f", {default / best[1]:.2f}x the default" if default else ""
+        print(
+            f"{key} x{p.task.weight}: {best[1] * 1e6:.1f} us, {p.gflops():.1f} GFLOP/s{speedup} "
+            f"[{best[0]}] ({len(p.measured)} trials, {p.errors} errors)"
+        )
+    print(
+        f"measured {summary.measured} configs in {summary.seconds:.1f} s; log: {args.log} "
+        f"(apply with: relay build {args.file} --tuning-log {args.log})"
+    )
+    if args.plot:
+        curves = plot_log(args.log, args.plot)
+        print(f"wrote {args.plot} ({curves} curves)")
     return EXIT_OK
 
 
@@ -561,7 +623,14 @@ EXAMPLES = {
   relay build model.relay --params weights.npz -o model.relaymod
                                        bind the weights as constants
   relay build model.relay -O 2 --dump llvm --target "llvm -num-threads=4"
-                                       also write the LLVM IR beside the artifact""",
+                                       also write the LLVM IR beside the artifact
+  relay build model.relay --params w.npz --tuning-log tune.jsonl
+                                       use the best configs `relay tune` measured""",
+    "tune": """\
+  relay tune model.relay --params w.npz --trials 64 --log tune.jsonl
+                                       tune each kernel's schedule (resumes from the log)
+  relay tune model.relay --params w.npz --trials 64 --log r.jsonl --model random --plot c.png
+                                       random search, and plot best GFLOP/s per trial""",
     "quantize": """\
   relay quantize model.relay --params w.npz -o model_int8.relay --params-out w_int8.npz
                                        int8 with the default global scale (8.0)
@@ -690,8 +759,45 @@ def build_parser() -> argparse.ArgumentParser:
         "--timings", action="store_true",
         help="print the seconds of each compilation stage (passes, lowering, loop IR, LLVM)",
     )  # fmt: skip
+    build.add_argument(
+        "--tuning-log", metavar="LOG",
+        help="apply the best config of each kernel in this `relay tune` log (this host's records)",
+    )  # fmt: skip
     build.add_argument("--strict", action="store_true", help=STRICT_HELP)
     build.set_defaults(run=cmd_build)
+
+    tune = _subcommand(commands, "tune", "tune the kernels' schedules, logging measurements")
+    tune.add_argument("file", help="a .relay file")
+    tune.add_argument("--params", metavar="W.npz", help="the weights (@main parameters)")
+    tune.add_argument(
+        "--trials", type=int, default=64, metavar="N",
+        help="measurements per tunable kernel on average (default 64); a resumed log's count",
+    )  # fmt: skip
+    tune.add_argument("--log", required=True, metavar="LOG", help="the JSON-lines log to append")
+    tune.add_argument(
+        "--model", choices=("xgb", "random"), default="xgb",
+        help="the search's cost model: xgboost ranking (default) or random search",
+    )  # fmt: skip
+    tune.add_argument("--target", **TARGET_ARGUMENT)  # type: ignore[arg-type]
+    tune.add_argument("--batch", type=int, default=8, help="configs measured per batch")
+    tune.add_argument("--number", type=int, default=3, help="calls per timing round")
+    tune.add_argument("--repeat", type=int, default=3, help="timing rounds (median kept)")
+    tune.add_argument(
+        "--min-repeat-ms", type=float, default=0.0, metavar="MS",
+        help="grow --number until a round takes this long",
+    )  # fmt: skip
+    tune.add_argument(
+        "--timeout", type=float, default=60.0, metavar="S",
+        help="seconds per config (build, check, timing) before the worker is killed",
+    )  # fmt: skip
+    tune.add_argument("--seed", type=int, default=0, help="seed of the search")
+    tune.add_argument(
+        "--plot", metavar="CURVE.png",
+        help="plot best GFLOP/s against trials per kernel (needs matplotlib: relay-lang[tune])",
+    )  # fmt: skip
+    tune.add_argument("--no-progress", action="store_true", help="no live progress display")
+    tune.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    tune.set_defaults(run=cmd_tune)
 
     quant = _subcommand(commands, "quantize", "quantize a float model to int8")
     quant.add_argument("file", help="a .relay file ('-' for standard input)")

@@ -300,6 +300,7 @@ def build(
     dump: dict[str, Any] | None = None,
     passes: ExtraPasses | None = None,
     partial_evaluate: bool | None = None,
+    tuning_log: str | os.PathLike[str] | None = None,
 ) -> CompiledModel | VMModel | InterpretedModel:
     """Compile `mod`'s `@main` for `target`: a `Target` or a target string (`llvm` — native
     code for this CPU, with options such as `-mcpu=`, `-mattr=`, `-num-threads=` — or
@@ -316,7 +317,10 @@ def build(
     in it from its parameters comes out first-order and builds to the static executor
     instead of the VM; what stays dynamic still goes to the VM (the docstring of
     `passes/partial_eval/in_build.py` says why it is opt-in). A compiled model's
-    `stats.seconds` gives the seconds of each stage, `check` and `optimize` included."""
+    `stats.seconds` gives the seconds of each stage, `check` and `optimize` included.
+    `tuning_log` (a `relay tune` log): each kernel with a working record measured on this
+    host gets its best config, the others the default schedule (`backend.tune.apply`; what
+    the log had to say, e.g. corrupt lines, is logged as warnings)."""
     from .typecheck import check_module
 
     seconds: dict[str, float] = {}
@@ -347,4 +351,23 @@ def build(
     seconds["plan"] = time.perf_counter() - start
     if dump is not None:
         dump["relay"] = optimized.module.astext()
-    return compile_plan(plan, resolved, dump=dump, types=optimized.types, seconds=seconds)
+    configs = _tuning_configs(tuning_log, resolved)
+    return compile_plan(
+        plan, resolved, dump=dump, types=optimized.types, seconds=seconds, configs=configs
+    )
+
+
+def _tuning_configs(path: str | os.PathLike[str] | None, target: Target) -> Any:
+    """The config chooser of a tuning log (None without one); its notes become warnings."""
+    if path is None:
+        return None
+    import logging
+
+    from .backend.tune.apply import BestConfigs
+
+    if not os.path.exists(path):
+        raise Error(f"{os.fspath(path)}: no such tuning log")
+    chooser = BestConfigs.from_log(path, target)
+    for message in chooser.messages:
+        logging.getLogger("relay.tune").warning(message)
+    return chooser

@@ -49,6 +49,16 @@ ALLOWED: dict[str, set[str]] = {
     },
     # Profiling runs compiled models with the thread pool's trace on and probes the machine.
     "backend.profile": BELOW_BACKEND | {"backend.runtime", "backend.codegen"},
+    # Tuning builds and measures kernels (build, runtime) and reads their loop IR.
+    "backend.tune": BELOW_BACKEND
+    | {
+        "backend.build",
+        "backend.lower",
+        "backend.te",
+        "backend.tir",
+        "backend.codegen",
+        "backend.runtime",
+    },
     "backend.autotune": BELOW_BACKEND
     | {"backend.build", "backend.lower", "backend.te", "backend.tir", "backend.codegen"},
 }

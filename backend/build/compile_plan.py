@@ -144,13 +144,17 @@ def lower_kernel(
     index: int,
     target: Target,
     constant_params: Collection[int] | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> LoweredKernel | None:
     """Primitive function `fn` lowered and scheduled as kernel `k<index>` for `target`, or
     None when it cannot be (it then runs in the interpreter); an `Error` when a tensor it
-    computes is too big for 64-bit indices (`check_index_range`)."""
+    computes is too big for 64-bit indices (`check_index_range`). `config`: the schedule's
+    knobs (`backend.tune`), None for the defaults."""
     check_index_range(fn, types)
     try:
-        return lower_primitive(fn, types, f"k{index}", target, constant_params=constant_params)
+        return lower_primitive(
+            fn, types, f"k{index}", target, constant_params=constant_params, config=config
+        )
     except LoweringError:
         return None
 
@@ -236,6 +240,7 @@ def compile_plan(
     types: ModuleTypes | None = None,
     fold_weights: bool = True,
     seconds: dict[str, float] | None = None,
+    configs: Callable[[Function, Collection[int] | None], Mapping[str, Any] | None] | None = None,
 ) -> CompiledModel:
     """Lower, schedule and compile every kernel of `plan` for `target` (default: this host)
     into one library with an entry point; `dump`, when given, receives what each stage
@@ -244,7 +249,9 @@ def compile_plan(
     With `fold_weights` (the default), the stages of a kernel that depend only on the
     plan's constants (packed weights) are computed here, once (`fold_plan`): the model's
     plan then passes those values instead of the weights. The model's `stats.seconds` are
-    `seconds` (the caller's stages, e.g. `optimize`) and those of each stage here."""
+    `seconds` (the caller's stages, e.g. `optimize`) and those of each stage here.
+    `configs(kernel, constant_params)`, when given, chooses each kernel's schedule knobs
+    (`backend.tune.apply`: the best tuning record; None keeps the default schedule)."""
     target = target if target is not None else Target.host()
     if target.kind != "llvm":
         raise Error(f"compile_plan compiles for an llvm target, not `{target}`")
@@ -257,7 +264,8 @@ def compile_plan(
     weights = constant_params(plan) if fold_weights else {}
     lowered_by_kernel: dict[int, LoweredKernel] = {}
     for k, fn in enumerate(plan.kernels):
-        lowered = lower_kernel(fn, types, k, target, weights.get(k))
+        config = configs(fn, weights.get(k)) if configs is not None else None
+        lowered = lower_kernel(fn, types, k, target, weights.get(k), config)
         if lowered is not None:
             lowered_by_kernel[k] = lowered
     seconds["lower"] = time.perf_counter() - start

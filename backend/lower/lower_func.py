@@ -32,7 +32,7 @@ function another way; neither is a user error.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -445,9 +445,14 @@ def choose_inlined(outputs: Sequence[Tensor]) -> list[Operation]:
 # ------------------------------------------------------------------------------ scheduling
 
 
-def schedule_outputs(outputs: Sequence[Tensor], target: Target | None = None) -> tuple[Any, Tensor]:
+def schedule_outputs(
+    outputs: Sequence[Tensor],
+    target: Target | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> tuple[Any, Tensor]:
     """The schedule of a kernel computing `outputs` (module docstring, step 2), and the
-    anchor tensor that chose it."""
+    anchor tensor that chose it. `config` (knob name -> value, `backend.tune`) is passed
+    to the anchor's schedule function when given; None (or empty) keeps the defaults."""
     from ..te.schedule import create_schedule
     from .schedules import pick_anchor
     from .schedules.generic import schedule_secondary
@@ -460,7 +465,10 @@ def schedule_outputs(outputs: Sequence[Tensor], target: Target | None = None) ->
     inlined_ids = {id(op) for op in inlined}
     order = stage_order(outputs)
     anchor, schedule = pick_anchor(order, outputs, inlined_ids)
-    schedule(s, list(outputs), anchor, target)
+    if config:
+        schedule(s, list(outputs), anchor, target, config=config)  # type: ignore[call-arg]
+    else:
+        schedule(s, list(outputs), anchor, target)
     schedule_secondary(s, target)
     return s, anchor
 
@@ -500,8 +508,10 @@ def lower_primitive(
     target: Target | None = None,
     constant_params: Collection[int] | None = None,
     symbolic: bool = False,
+    config: Mapping[str, Any] | None = None,
 ) -> LoweredKernel:
     """Lower a Primitive function to a scheduled kernel called `name` (module docstring).
+    `config` chooses the anchor schedule's knobs (`schedule_outputs`; `backend.tune`).
     With `constant_params` (positions of the flattened parameters every call passes a
     constant to; may be empty), the stages that depend only on those and on the lifted
     constants are computed at build time (`fold_constants`). With `symbolic`, dimensions
@@ -511,7 +521,7 @@ def lower_primitive(
     from ..te.lower import lower as te_lower
 
     graph = lower_to_te(func, types, symbolic)
-    s, anchor = schedule_outputs(graph.outputs, target)
+    s, anchor = schedule_outputs(graph.outputs, target, config)
     folding = None
     if constant_params is not None:
         folding = fold_constant_stages(s, graph.params, graph.constants, constant_params)

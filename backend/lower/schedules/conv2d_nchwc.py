@@ -51,6 +51,7 @@ generic schedule.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
@@ -269,9 +270,14 @@ def _parallel_work(c: Conv2D, reduce_len: int) -> bool:
 
 
 def schedule_conv2d_nchwc(
-    s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
-    """The conv2d_NCHWc nest of the module docstring (generic for other forms)."""
+    """The conv2d_NCHWc nest of the module docstring (generic for other forms). `config`
+    (`backend.tune`) may set the blocking's `ocv`, `owb` and `icb` (`NCHWcBlocking`)."""
     b = analyze_blocked(s[anchor].op, depthwise=False)
     if b is None:
         _generic(s, outputs, anchor, target)
@@ -281,6 +287,12 @@ def schedule_conv2d_nchwc(
     main = parts["main"]
     _pad_at_root(s, c.data, c.raw, target)
     blk = choose_nchwc_blocking(b, target)
+    if config:
+        blk = NCHWcBlocking(
+            int(config.get("ocv", blk.ocv)),
+            int(config.get("owb", blk.owb)),
+            int(config.get("icb", blk.icb)),
+        )
     ci_o, kh, kw = _ints(c.weight.shape)[1:4]
     st = s[host]
     n, oco, oh, ow, oci = st.op.axis

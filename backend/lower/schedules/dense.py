@@ -49,7 +49,7 @@ computes are built by a registered compute rewrite (`te.rewrite`: `"dense.gemm"`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attrs import frozen
@@ -368,21 +368,21 @@ def schedule_gemm(
     packed: Tensor | None,
     blocking: Blocking,
     target: Target,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
     """The register-blocked nest (module docstring): `host`'s loops `(*batch, m, n)` tiled
-    by `blocking`, `main` computed per row block in registers, `packed` per column block."""
+    by `blocking`, `main` computed per row block in registers, `packed` per column block.
+    `config` (`backend.tune`) may override `gemm_defaults`' knobs: `parallel`,
+    `parallel_rows` (row blocks share the parallel loop), `unroll` (the register block's
+    rows and vectors), `k_inner` (the reduction split, its inner part unrolled)."""
+    knobs = {**gemm_defaults(host, main, blocking, target), **(config or {})}
     st = s[host]
     axes = list(st.op.axis)
-    sizes = [int(getattr(iv.dom.extent, "value", 0)) for iv in axes]
     lanes, nb, mr = blocking.lanes, blocking.nb, blocking.mr
     no, ni = st.split(axes[-1], factor=nb)
     nio, nii = st.split(ni, factor=lanes)
     batch = axes[:-2] if len(axes) >= 2 else []
-    n_blocks = -(-sizes[-1] // nb)
-    col_blocks = math.prod(sizes[: len(batch)]) * n_blocks
-    threads = target.num_threads
-    k_len = int(getattr(main.op.reduce_axis[0].dom.extent, "value", 1))  # type: ignore[attr-defined]
-    parallel = threads > 1 and _enough_work(host.op, k_len)
+    parallel = bool(knobs["parallel"])
     mo: IterVar | None = None
     if len(axes) >= 2:
         mo, mi = st.split(axes[-2], factor=mr)
@@ -391,7 +391,7 @@ def schedule_gemm(
         st.reorder(no, nio, nii)
     st.vectorize(nii)
     pack_at: IterVar | None
-    if parallel and col_blocks < 4 * threads and mo is not None:
+    if parallel and knobs["parallel_rows"] and mo is not None:
         # few column blocks: the row blocks share the threads; the rhs packed at root
         par = st.fuse(*batch, no, mo)
         st.parallel(par)
@@ -406,15 +406,37 @@ def schedule_gemm(
     m_axes = list(ms.op.axis)
     (k,) = ms.op.reduce_axis
     cno, cni = ms.split(m_axes[-1], factor=lanes)
+    ks = [k]
+    if int(knobs["k_inner"]) > 1:
+        ks = list(ms.split(k, factor=int(knobs["k_inner"])))
     if len(m_axes) >= 2:
-        ms.reorder(*m_axes[:-2], k, m_axes[-2], cno, cni)
-        ms.unroll(m_axes[-2])
+        ms.reorder(*m_axes[:-2], *ks, m_axes[-2], cno, cni)
+        if knobs["unroll"]:
+            ms.unroll(m_axes[-2])
     else:
-        ms.reorder(k, cno, cni)
-    ms.unroll(cno)
+        ms.reorder(*ks, cno, cni)
+    if knobs["unroll"]:
+        ms.unroll(cno)
+    if len(ks) == 2:
+        ms.unroll(ks[1])
     ms.vectorize(cni)
     if packed is not None:
         schedule_pack(s, packed, st, pack_at, lanes, target)
+
+
+def gemm_defaults(host: Tensor, main: Tensor, blocking: Blocking, target: Target) -> dict[str, Any]:
+    """The default knobs of `schedule_gemm` (what it does without a config)."""
+    sizes = [int(getattr(iv.dom.extent, "value", 0)) for iv in host.op.axis]  # type: ignore[attr-defined]
+    n_blocks = -(-sizes[-1] // blocking.nb)
+    col_blocks = math.prod(sizes[: max(0, len(sizes) - 2)]) * n_blocks
+    threads = target.num_threads
+    k_len = int(getattr(main.op.reduce_axis[0].dom.extent, "value", 1))  # type: ignore[attr-defined]
+    return {
+        "parallel": threads > 1 and _enough_work(host.op, k_len),
+        "parallel_rows": col_blocks < 4 * threads,
+        "unroll": True,
+        "k_inner": 1,
+    }
 
 
 def schedule_pack(
@@ -553,9 +575,18 @@ def _rows(p: Product) -> int:
     return sizes[-2] if len(sizes) >= 2 else 1
 
 
-def schedule_product(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> bool:
+def schedule_product(
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
+) -> bool:
     """Schedule a matrix-product anchor (dense or batch_matmul) with the register-blocked or
-    GEMV nest; False (nothing changed) when the anchor is not a plain product."""
+    GEMV nest; False (nothing changed) when the anchor is not a plain product. `config`
+    (`backend.tune`) may set the register block (`rows`, `vectors`) and `schedule_gemm`'s
+    knobs of the register-blocked nest; the GEMV nest has none."""
+    config = config or {}
     p = analyze_product(s[anchor].op)
     if p is None or anchor.op.num_outputs != 1 or 0 in extents(anchor.op):
         return False
@@ -572,19 +603,30 @@ def schedule_product(s: Schedule, outputs: list[Tensor], anchor: Tensor, target:
     blocking = choose_blocking(rows, cols, lanes, target)
     if p.rhs_layout == "packed" and fits_registers(p.block, lanes, target):
         blocking = Blocking(blocking_rows(rows, p.block // lanes, target), p.block, lanes)
+    if "rows" in config or "vectors" in config:
+        mr = int(config.get("rows", blocking.mr))
+        blocking = Blocking(mr, int(config.get("vectors", blocking.nb // lanes)) * lanes, lanes)
     host, parts = install(s, outputs, anchor, "dense.gemm", nb=blocking.nb)
-    schedule_gemm(s, host, parts["main"], parts.get("packed"), blocking, target)
+    gemm_knobs = {k: v for k, v in config.items() if k not in ("rows", "vectors")}
+    schedule_gemm(s, host, parts["main"], parts.get("packed"), blocking, target, gemm_knobs)
     return True
 
 
-def schedule_dense(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
+def schedule_dense(
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
+) -> None:
     """`dense`/`matmul`/`contrib_dense_pack` (module docstring); an anchor of another form
-    gets the generic reduction schedule; 8-bit operands get the int8 nest (`int8`)."""
+    gets the generic reduction schedule; 8-bit operands get the int8 nest (`int8`).
+    `config`: knobs of the register-blocked nest (`schedule_product`)."""
     from .int8 import schedule_dense_int8
 
     if schedule_dense_int8(s, outputs, anchor, target):
         return
-    if not schedule_product(s, outputs, anchor, target):
+    if not schedule_product(s, outputs, anchor, target, config):
         from .generic import schedule_generic
 
         schedule_generic(s, outputs, anchor, target)
@@ -605,6 +647,7 @@ __all__ = [
     "blocking_rows",
     "choose_blocking",
     "fits_registers",
+    "gemm_defaults",
     "gemm_rewrite",
     "gemv_rewrite",
     "install",

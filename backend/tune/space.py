@@ -1,0 +1,282 @@
+"""Configuration spaces of the schedule templates: knobs, configs, and the space of a kernel.
+
+    space = space_for(outputs, target)      # the knobs of the anchor's schedule
+    space.default()                          # today's default schedule, as a config
+    space.random(rng), space.neighbors(config, rng, 4), space.config_at(i)
+
+A `Config` is a point of a space: one value per knob, hashable. The schedule functions
+take it as a mapping (`Config.as_dict`, `lower_primitive(config=...)`) and fall back to
+their heuristics for the knobs it does not name, so the default config gives exactly the
+default schedule (the same TIR).
+
+Templates with knobs:
+- dense (`schedule_gemm`'s register-blocked nest): `rows` and `vectors` of the register
+  block, `k_inner` (the reduction split by 1, 2 or 4, the inner part unrolled),
+  `parallel`, `parallel_rows` (row blocks share the parallel loop), `unroll`.
+- conv2d_NCHWc: `ocv` output-channel vectors by `owb` output columns, `icb` input channel
+  blocks per weight block (`NCHWcBlocking`).
+Every other kernel (GEMV-form dense, int8, Winograd, depthwise, pools, ...) has a space of
+one point: no knobs, the default schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, TypeAlias
+
+import numpy as np
+from attrs import frozen
+
+from ..lower.computes import made_by
+from ..lower.lower_func import choose_inlined
+from ..lower.schedules import PARALLEL_MIN_WORK, extents, pick_anchor, stage_order
+from ..lower.schedules.conv2d_nchwc import (
+    analyze_blocked,
+    choose_nchwc_blocking,
+    schedule_conv2d_nchwc,
+)
+from ..lower.schedules.dense import (
+    GEMV_MAX_ROWS,
+    analyze_product,
+    blocking_rows,
+    choose_blocking,
+    fits_registers,
+    schedule_dense,
+)
+from ..target import Target
+from ..te.tensor import Tensor
+
+Value: TypeAlias = int | str | bool
+"""A knob's value."""
+
+
+@frozen
+class Knob:
+    """A schedule decision and the values it may take."""
+
+    name: str
+    choices: tuple[Value, ...]
+
+
+@frozen
+class Config:
+    """A point of a space: `(knob name, value)` pairs in the space's knob order."""
+
+    values: tuple[tuple[str, Value], ...]
+
+    def get(self, name: str) -> Value:
+        """The value of knob `name` (KeyError when the config has no such knob)."""
+        for key, value in self.values:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+    def as_dict(self) -> dict[str, Value]:
+        """The knobs as a dict (what schedule functions take)."""
+        return dict(self.values)
+
+    def to_json(self) -> dict[str, Value]:
+        """A JSON object of the knobs (key order kept)."""
+        return dict(self.values)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Config:
+        """The config of a `to_json` object."""
+        return cls(tuple((str(k), _plain(v)) for k, v in data.items()))
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.values) or "default"
+
+
+def _plain(v: Any) -> Value:
+    if isinstance(v, bool | int | str):
+        return v
+    raise ValueError(f"a knob value must be an int, str or bool, not {v!r}")
+
+
+class ConfigSpace:
+    """The cartesian product of `knobs`; `default_values` is the default schedule's point."""
+
+    def __init__(self, knobs: Sequence[Knob], default_values: Sequence[Value] = ()) -> None:
+        self.knobs: tuple[Knob, ...] = tuple(knobs)
+        defaults = tuple(default_values) or tuple(k.choices[0] for k in self.knobs)
+        if len(defaults) != len(self.knobs):
+            raise ValueError("one default value per knob")
+        for knob, value in zip(self.knobs, defaults):
+            if value not in knob.choices:
+                raise ValueError(f"default {value!r} is not a choice of knob {knob.name}")
+        self._defaults = defaults
+        self.size: int = math.prod(len(k.choices) for k in self.knobs)
+
+    def _make(self, values: Sequence[Value]) -> Config:
+        return Config(tuple((k.name, v) for k, v in zip(self.knobs, values)))
+
+    def default(self) -> Config:
+        """The default schedule's point."""
+        return self._make(self._defaults)
+
+    def random(self, rng: np.random.Generator) -> Config:
+        """A uniformly random point."""
+        return self.config_at(int(rng.integers(self.size)))
+
+    def neighbors(self, config: Config, rng: np.random.Generator, count: int) -> list[Config]:
+        """Up to `count` distinct points differing from `config` in exactly one knob."""
+        values = [config.get(k.name) for k in self.knobs]
+        options = [(i, c) for i, k in enumerate(self.knobs) for c in k.choices if c != values[i]]
+        picked: list[int] = list(rng.permutation(len(options))[:count]) if options else []
+        out = []
+        for j in picked:
+            i, c = options[int(j)]
+            changed = list(values)
+            changed[i] = c
+            out.append(self._make(changed))
+        return out
+
+    def index(self, config: Config) -> int:
+        """The position of `config` in the space (mixed radix, first knob most significant)."""
+        i = 0
+        for knob in self.knobs:
+            i = i * len(knob.choices) + knob.choices.index(config.get(knob.name))
+        return i
+
+    def config_at(self, i: int) -> Config:
+        """The point at position `i` (`index`'s inverse)."""
+        if not 0 <= i < self.size:
+            raise IndexError(f"config index {i} outside a space of {self.size}")
+        values: list[Value] = []
+        for knob in reversed(self.knobs):
+            i, r = divmod(i, len(knob.choices))
+            values.append(knob.choices[r])
+        return self._make(values[::-1])
+
+    def contains(self, config: Config) -> bool:
+        """Whether `config` names exactly this space's knobs (in order) with allowed values."""
+        if [k for k, _ in config.values] != [k.name for k in self.knobs]:
+            return False
+        return all(config.get(k.name) in k.choices for k in self.knobs)
+
+    def normalize(self, config: Config) -> Config | None:
+        """`config` with its knobs in this space's order (a log stores them sorted), or
+        None when it is not a point of this space (other knobs, a value not allowed)."""
+        values = config.as_dict()
+        if set(values) != {k.name for k in self.knobs}:
+            return None
+        ordered = self._make([values[k.name] for k in self.knobs])
+        return ordered if self.contains(ordered) else None
+
+    def __repr__(self) -> str:
+        knobs = ", ".join(f"{k.name}{list(k.choices)}" for k in self.knobs)
+        return f"ConfigSpace(size={self.size}: {knobs})"
+
+
+EMPTY = ConfigSpace(())
+"""The space of a kernel without knobs: one point, the default schedule."""
+
+
+def _knob(name: str, choices: Sequence[Value], default: Value) -> tuple[Knob, Value]:
+    ordered = list(dict.fromkeys(choices))
+    if default not in ordered:
+        ordered.append(default)
+    if all(isinstance(c, int) and not isinstance(c, bool) for c in ordered):
+        ordered.sort(key=lambda c: int(c))
+    return Knob(name, tuple(ordered)), default
+
+
+def _space(pairs: Sequence[tuple[Knob, Value]]) -> ConfigSpace:
+    return ConfigSpace([k for k, _ in pairs], [v for _, v in pairs])
+
+
+def _int(e: Any) -> int:
+    return int(getattr(e, "value", e))
+
+
+def dense_space(anchor: Tensor, target: Target) -> ConfigSpace:
+    """The knobs of a dense anchor's register-blocked nest (module docstring); `EMPTY` for
+    the GEMV form, 8-bit operands and anchors that are not plain products."""
+    p = analyze_product(anchor.op)
+    if p is None or anchor.op.num_outputs != 1 or 0 in extents(anchor.op):
+        return EMPTY
+    if any(ld.producer.dtype in ("int8", "uint8") for ld in (p.lhs, p.rhs)):
+        return EMPTY
+    k_len = _int(p.k.dom.extent)
+    if k_len == 0:
+        return EMPTY
+    lanes = target.lanes(anchor.dtype)
+    sizes = [_int(iv.dom.extent) for iv in p.op.axis]
+    rows = sizes[-2] if len(sizes) >= 2 else 1
+    cols = sizes[-1]
+    if p.rhs_layout == "k" and (rows <= GEMV_MAX_ROWS or cols < lanes):
+        return EMPTY
+    blocking = choose_blocking(rows, cols, lanes, target)
+    if p.rhs_layout == "packed" and fits_registers(p.block, lanes, target):
+        blocking = type(blocking)(blocking_rows(rows, p.block // lanes, target), p.block, lanes)
+    vecs = blocking.nb // lanes
+    col_vectors = max(1, -(-cols // lanes))
+    col_blocks = math.prod(sizes[:-2]) * -(-cols // blocking.nb)
+    threads = target.num_threads
+    parallel = threads > 1 and math.prod(extents(anchor.op)) * k_len >= PARALLEL_MIN_WORK
+    pairs = [
+        _knob("rows", [r for r in (1, 2, 3, 4, 6, 8) if r <= rows], blocking.mr),
+        _knob("vectors", [v for v in (1, 2, 3, 4) if v <= col_vectors], vecs),
+        _knob("k_inner", [k for k in (1, 2, 4) if k <= k_len], 1),
+        _knob("unroll", [True, False], True),
+    ]
+    if threads > 1:
+        pairs.append(_knob("parallel", [True, False], parallel))
+        if len(sizes) >= 2:
+            pairs.append(_knob("parallel_rows", [True, False], col_blocks < 4 * threads))
+    return _space(pairs)
+
+
+def nchwc_space(anchor: Tensor, target: Target) -> ConfigSpace:
+    """The knobs of a conv2d_NCHWc anchor's register block (module docstring); `EMPTY` for
+    the forms the nest does not handle."""
+    b = analyze_blocked(anchor.op, depthwise=False)
+    if b is None:
+        return EMPTY
+    default = choose_nchwc_blocking(b, target)
+    _, oc_o, _, ow, _ = b.conv.out_shape
+    ci_o = _int(b.conv.weight.shape[1])
+    return _space(
+        [
+            _knob("ocv", [d for d in (1, 2, 3, 4) if oc_o % d == 0], default.ocv),
+            _knob("owb", list(range(1, min(ow, 8) + 1)), default.owb),
+            _knob("icb", [d for d in range(1, ci_o + 1) if ci_o % d == 0], default.icb),
+        ]
+    )
+
+
+TEMPLATES = {schedule_dense: dense_space, schedule_conv2d_nchwc: nchwc_space}
+"""Schedule functions with knobs, and the function giving a kernel's space."""
+
+
+def anchor_of(outputs: Sequence[Tensor]) -> tuple[Tensor, Any, str]:
+    """(the anchor tensor, its schedule function, the anchor operator's name or `copy`) of a
+    kernel computing `outputs`, as `lower_func.schedule_outputs` picks them."""
+    inlined = {id(op) for op in choose_inlined(outputs)}
+    anchor, schedule = pick_anchor(stage_order(outputs), outputs, inlined)
+    op = made_by(anchor.op)
+    return anchor, schedule, op.name if op is not None else "copy"
+
+
+def space_for(outputs: Sequence[Tensor], target: Target) -> ConfigSpace:
+    """The config space of the kernel computing `outputs` (`EMPTY` when its template has no
+    knobs)."""
+    anchor, schedule, _ = anchor_of(outputs)
+    make = TEMPLATES.get(schedule)
+    return make(anchor, target) if make is not None else EMPTY
+
+
+__all__ = [
+    "EMPTY",
+    "TEMPLATES",
+    "Config",
+    "ConfigSpace",
+    "Knob",
+    "Value",
+    "anchor_of",
+    "dense_space",
+    "nchwc_space",
+    "space_for",
+]
