@@ -3,10 +3,13 @@
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_call_overhead.py \\
         [--calls 20000] [--repeat 30]
 
-A one-kernel model (`add` of 16 floats) is called three ways: its native entry function
-through ctypes with arguments built once (the floor), `model.run(x)`, and
-`model.run(x, out=buffer)`; the difference is the Python path of a call (argument checks,
-output allocation, pointer arrays, workspace) in microseconds, best of 5 rounds. Then
+A one-kernel model (`add` of 16 floats) is called several ways: its native entry function
+through ctypes with arguments built once (the floor), `model.run(x)`, `model.run(x=x)` and
+`model.run(x, out=buffer)` (all three take `run`'s fast path: numpy arrays exactly as the
+model takes them), and the checked path every other call takes (foreign tensors, copies,
+diagnostics); the difference is the Python path of a call (argument checks, output
+allocation, pointer tables, workspace, the thread count) in microseconds, best of 5 rounds.
+Then
 examples/mlp.relay at batch 1 with its weights bound runs beside ONNX Runtime (the
 `.[bench]` extras) in alternating blocks, as bench_vs_ort.py does; without onnxruntime
 that part says how to install it and is skipped.
@@ -66,9 +69,16 @@ def overhead(calls: int) -> None:
     plain = per_call_us(lambda: model.run(x), calls)
     named = per_call_us(lambda: model.run(x=x), calls)
     into = per_call_us(lambda: model.run(x, out=out), calls)
+    checked = per_call_us(lambda: model._execute((x,), {}, None, None), calls)
     print(f"one-kernel model, {calls} calls, best of 5 (us per call)")
     print(f"  native entry (arguments built once) {floor:8.2f}")
-    for label, value in [("run(x)", plain), ("run(x=x)", named), ("run(x, out=buffer)", into)]:
+    rows = [
+        ("run(x)", plain),
+        ("run(x=x)", named),
+        ("run(x, out=buffer)", into),
+        ("checked path (any other call)", checked),
+    ]
+    for label, value in rows:
         print(f"  {label:<34} {value:8.2f}   overhead {value - floor:6.2f}")
 
 

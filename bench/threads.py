@@ -21,9 +21,10 @@ the mean, worst claiming order); `!` marks a plan above the grain with imbalance
 A kernel with several parallel loops has a row per loop (`name.2`, ...), matched by
 position. `--all` also lists loops below the grain at every N.
 
-`--grain` times an elementwise kernel at sizes around the grain on one and on two threads
-(plans forced parallel) and prints where two threads start to win, to check
-`parallel_plan.GRAIN_WORK` on this machine.
+`--grain [--rounds R]` times an elementwise kernel at sizes around the grain on one and on
+two threads (plans forced parallel), R rounds, and prints where two threads start to win in
+each round, to check `parallel_plan.GRAIN_WORK` on this machine (run it when the machine is
+quiet: the load average is printed before and after).
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers
 import relay
-from relay.backend.codegen import threadpool
 from relay.backend.lower import parallel_plan
 from relay.backend.target import Target, cpu_count
 
@@ -183,7 +183,6 @@ def speed(models: list[str], counts: list[int], repeat: int) -> None:
             first: dict[str, float] = {}
             for n in counts:
                 model = relay.build(module, target=f"llvm -num-threads={n}", params=params)
-                threadpool.set_num_threads(n)
                 runs: dict[str, Callable[[], Any]] = {
                     "relay": lambda m=model, x=data: m.run(data=x)
                 }
@@ -207,24 +206,51 @@ def speed(models: list[str], counts: list[int], repeat: int) -> None:
 # ----------------------------------------------------------------------------- grain
 
 
-def grain(repeat: int) -> None:
-    """Time `x * y + x` over n elements on one and two threads, plans forced parallel."""
+def grain(repeat: int, rounds: int) -> None:
+    """Time `(x + y) * x` over n elements on one and two threads, plans forced parallel,
+    `rounds` times; print each round's speedups and where two threads start to win (the
+    least size from which every larger size is at least 5% faster on two threads)."""
     from relay.backend.lower.schedules import injective
 
+    modelled = parallel_plan._grain()
+    # every loop parallel on two threads in two tasks (the cheapest parallel plan): no grain,
+    # and a model in which threads and tasks cost nothing
     parallel_plan.GRAIN_WORK = 1
     injective.MIN_ELEMENTS = 1  # type: ignore[attr-defined]
-    print(f"{'elements':>9} {'1 thread us':>12} {'2 threads us':>13} {'speedup':>8}")
-    for n in [8192 * 2**k for k in range(8)]:
+    for name in ("SYNC_NS", "THREAD_NS", "TASK_NS", "LATE_TASK"):
+        setattr(parallel_plan, name, 0.0)
+    sizes = [4096 * 2**k for k in range(9)]
+    models, data = {}, {}
+    for n in sizes:
         text = f"""#[version = "0.0.5"]
 def @main(%x: Tensor[({n},), float32], %y: Tensor[({n},), float32]) {{
-  add(multiply(%x, %y), %x)
+  multiply(add(%x, %y), %x)
 }}"""
         module = relay.parse(text)
-        x, y = np.random.rand(n).astype("float32"), np.random.rand(n).astype("float32")
-        models = {t: relay.build(module, target=f"llvm -num-threads={t}") for t in (1, 2)}
-        threadpool.set_num_threads(2)
-        got = alternate({t: (lambda m=m, x=x, y=y: m.run(x, y)) for t, m in models.items()}, repeat)
-        print(f"{n:>9} {got[1] * 1e6:12.2f} {got[2] * 1e6:13.2f} {got[1] / got[2]:8.2f}")
+        data[n] = (np.random.rand(n).astype("float32"), np.random.rand(n).astype("float32"))
+        models[n] = {t: relay.build(module, target=f"llvm -num-threads={t}") for t in (1, 2)}
+        for t, model in models[n].items():
+            print(f"{n:>9} elements, {t} thread(s): "
+                  + "; ".join(k.cost.describe_parallel() for k in model.kernels if k.cost))  # fmt: skip
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    print(f"{'elements':>9} " + " ".join(f"{'round ' + str(r + 1):>16}" for r in range(rounds)))
+    speedups: dict[int, list[float]] = {n: [] for n in sizes}
+    times: dict[int, list[tuple[float, float]]] = {n: [] for n in sizes}
+    for _ in range(rounds):
+        for n in sizes:
+            x, y = data[n]
+            runs = {t: (lambda m=m, x=x, y=y: m.run(x, y)) for t, m in models[n].items()}
+            got = alternate(runs, repeat)
+            times[n].append((got[1], got[2]))
+            speedups[n].append(got[1] / got[2])
+    for n in sizes:
+        cells = " ".join(f"{a * 1e6:7.1f}/{b * 1e6:6.1f}us" for a, b in times[n])
+        print(f"{n:>9} {cells}   speedup " + " ".join(f"{v:.2f}" for v in speedups[n]))
+    for r in range(rounds):
+        wins = [speedups[n][r] >= 1.05 for n in sizes]
+        crossing = next((n for k, n in enumerate(sizes) if all(wins[k:])), None)
+        print(f"round {r + 1}: two threads win from {crossing} elements")
+    print(f"load average after: {os.getloadavg()[0]:.2f}; the model's grain: {modelled}")
 
 
 def main() -> int:
@@ -235,10 +261,11 @@ def main() -> int:
     parser.add_argument("--balance", action="store_true", help="the balance report")
     parser.add_argument("--all", action="store_true", help="--balance: kernels below the grain")
     parser.add_argument("--grain", action="store_true", help="measure the grain")
+    parser.add_argument("--rounds", type=int, default=3, help="--grain: measurement rounds")
     args = parser.parse_args()
     models = args.models.split(",")
     if args.grain:
-        grain(args.repeat)
+        grain(args.repeat, args.rounds)
         return 0
     if args.balance:
         balance(models, thread_counts(args.threads, 64), args.all)

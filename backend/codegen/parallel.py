@@ -8,7 +8,11 @@
 
 where `plan` is the loop's `ParallelLoop` annotation (`backend.lower.parallel_plan` decides
 it at build time from the loop's work and the target's thread count); a loop without one
-makes `min(extent, TASKS_PER_THREAD * threads)` tasks for all of the pool's threads.
+makes `min(extent, TASKS_PER_THREAD * threads)` tasks for all the threads the call may use.
+The pool runs the loop on `min(plan.threads, the running model's thread count)` threads
+(`threadpool`), so a model whose count is lowered after the build keeps its tasks and
+shares them among fewer threads, and one raised above its build's count uses no more
+threads than its plans.
 
 and two internal functions: `@k.par0(i64 task, ptr closure)` loads the captures and computes
 its chunk `[min + task*extent/ntasks, min + (task+1)*extent/ntasks)`, then calls

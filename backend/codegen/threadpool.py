@@ -10,12 +10,20 @@ Kernels reach it through two symbols registered with `llvm.add_symbol`:
   one at a time from an atomic counter (dynamic scheduling), so a thread slowed down by
   another process on the same core does not hold the others back.
 * `void __relay_parallel_run(task, closure, i64 n, i32 threads)` is the same on at most
-  `threads` threads (the caller included; fewer when the pool is configured for fewer or
+  `threads` threads (the caller included; fewer when the call's thread count is lower or
   there are fewer tasks): a kernel passes the thread count its parallel plan chose
   (`backend.lower.parallel_plan`); workers 0..threads-2 take part, and only those are woken
   if they sleep (each sleeps on its own bit of a futex bitset).
-* `i32 __relay_num_threads()` is the configured thread count (kernels compiled without a
-  plan make `min(extent, TASKS_PER_THREAD * threads)` tasks).
+* `i32 __relay_num_threads()` is the call's thread count (kernels compiled without a plan
+  make `min(extent, TASKS_PER_THREAD * threads)` tasks).
+
+The call's thread count belongs to the model being run: a compiled model enters its native
+code through `__relay_pool_enter`/`__relay_pool_enter_arrays` (`backend.pool_abi`), which
+make the model's count the calling thread's (a pthread thread-specific value) for the
+call; outside a model call, the pool's own count (`set_num_threads`) applies. So models
+built for different counts keep theirs, side by side, and a loaded model's count can change
+(`CompiledModel.set_num_threads`) without touching any other. Workers are made on demand,
+as many as the largest count asked for so far needs.
 
 Protocol: a job (function, closure, n, next-task counter, remaining counter, allowed
 workers) lives on the caller's stack and is published through `cur_job`, then the
@@ -29,8 +37,13 @@ A `busy` flag taken with `cmpxchg` makes a nested or concurrent parallel loop (a
 Python thread calling a kernel at the same time) run inline on its own thread.
 
 `set_num_threads(n)` (default: the CPUs this process may use) changes how many threads take
-part; 1 runs every loop inline. A build or a loaded artifact sets it from its `Target`
-(the environment is read only at the API and CLI edge, `relay.driver.default_target`).
+part outside model calls (kernels called directly, the VM); 1 runs every loop inline. A
+build or a loaded artifact sets it from its `Target` (the environment is read only at the
+API and CLI edge, `relay.driver.default_target`, and for `RELAY_BIND_THREADS` below).
+
+Pinning: `bind_threads(True)` (or `RELAY_BIND_THREADS=1` when the pool starts) makes each
+worker pin itself to a CPU of its own as it starts (`sched_setaffinity`; Linux); off by
+default.
 At interpreter exit the workers are woken and joined (no hang, no code freed under a
 running thread); after `os.fork` the child starts with no workers and makes its own on
 demand.
@@ -47,6 +60,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
+from .. import pool_abi
 from ..target import cpu_count
 from . import llvm_target
 from .llvm_types import I32, I64, PTR, VOID, FunctionPointerType, declare, gep
@@ -55,9 +69,11 @@ PARALLEL_FOR = "__relay_parallel_for"
 PARALLEL_RUN = "__relay_parallel_run"
 NUM_THREADS = "__relay_num_threads"
 NOW_NS = "__relay_now_ns"
+ENTER = pool_abi.ENTER
+SET_CALL_THREADS = pool_abi.SET_CALL_THREADS
 TASKS_PER_THREAD = 4
 """Tasks per thread a parallel loop is cut into (more tasks balance load better)."""
-MAX_WORKERS = 255
+MAX_WORKERS = pool_abi.MAX_THREADS - 1
 SPIN_NS = 1_000_000
 """How long (monotonic ns) a worker spins for a new job before it sleeps, so that the
 back-to-back parallel loops of one model call do not pay a wake-up each. Measured by the
@@ -74,6 +90,7 @@ _FUTEX_WAKE_PRIVATE = 129
 _FUTEX_WAIT_BITSET_PRIVATE = 128 + 9
 _FUTEX_WAKE_BITSET_PRIVATE = 128 + 10
 _ALL_BITS = -1  # a futex bitset matching every waiter
+_AFFINITY_CPUS = 1024  # CPUs a pinning mask covers (glibc's cpu_set_t)
 
 # job struct: task fn, closure, n, next, remaining, allowed workers, loop id (-1: not
 # traced), trace buffer
@@ -121,11 +138,22 @@ class _PoolBuilder:
         self.trace_cap = g("trace_cap", I64, 0)
         self.trace_len = g("trace_len", I64, 0)
         self.loop_seq = g("loop_seq", I32, 0)
+        # the thread-specific key holding the running model call's thread count
+        self.key_ty = I32 if linux else I64  # pthread_key_t
+        self.call_key = g("call_key", self.key_ty, 0)
+        # worker w pins itself to CPU bind[w] - 1 when it starts (0: not pinned)
+        self.bind = g("bind", ir.ArrayType(I32, MAX_WORKERS), None)
         self.syscall = declare(self.m, "syscall", I64, [I64], var_arg=True)
         self.sched_yield = declare(self.m, "sched_yield", I32, [])
         self.pthread_create = declare(self.m, "pthread_create", I32, [PTR, PTR, PTR, PTR])
         self.pthread_join = declare(self.m, "pthread_join", I32, [I64, PTR])
         self.clock_gettime = declare(self.m, "clock_gettime", I32, [I32, PTR])
+        self.key_create = declare(self.m, "pthread_key_create", I32, [PTR, PTR])
+        self.getspecific = declare(self.m, "pthread_getspecific", PTR, [self.key_ty])
+        self.setspecific = declare(self.m, "pthread_setspecific", I32, [self.key_ty, PTR])
+        self.setaffinity = (
+            declare(self.m, "sched_setaffinity", I32, [I32, I64, PTR]) if linux else None
+        )
         system = "linux" if linux else ("darwin" if "apple" in llvm_target.triple() else "")
         self.clock_id = _CLOCK_MONOTONIC.get(system, 1)
         self.task_ty = ir.FunctionType(VOID, [I64, PTR])
@@ -226,6 +254,11 @@ class _PoolBuilder:
         self.run_tasks = self._run_tasks()
         self.worker = self._worker()
         self._num_threads()
+        self._init()
+        self._enter()
+        self._enter_arrays()
+        self._set_call_threads()
+        self._bind()
         self._set_num_threads()
         self._parallel_run()
         self._parallel_for()
@@ -274,9 +307,112 @@ class _PoolBuilder:
         self.store(b, ir.Constant(PTR, None), self.trace_buf)
         b.ret(self.load(b, self.trace_len, I64))
 
+    def call_threads(self, b: ir.IRBuilder) -> ir.Value:
+        """The threads a parallel loop on the calling thread may use: the running model
+        call's count (thread-specific, set by `__relay_pool_enter`), else the pool's."""
+        key = b.load(self.call_key, typ=self.key_ty)
+        mine = b.ptrtoint(b.call(self.getspecific, [key]), I64)
+        pool = self.load(b, self.cfg, I32, "monotonic")
+        return b.select(b.icmp_signed("==", mine, ir.Constant(I64, 0)), pool, b.trunc(mine, I32))
+
     def _num_threads(self) -> None:
         _, b = self._fn(NUM_THREADS, I32, [])
-        b.ret(self.load(b, self.cfg, I32, "monotonic"))
+        b.ret(self.call_threads(b))
+
+    def _init(self) -> None:
+        """`i32 __relay_pool_init()`: makes the thread-specific key of call thread counts
+        (once per process, before any call); 0 on success."""
+        _, b = self._fn("__relay_pool_init", I32, [])
+        b.ret(b.call(self.key_create, [self.call_key, ir.Constant(PTR, None)]))
+
+    def _enter(self) -> None:
+        """`void __relay_pool_enter(i64* block)`: call a model's entry function with its
+        thread count in force on this thread (`backend.pool_abi` names the block's words; a
+        nonzero stamps pointer calls the profiling entry with it), then restore the count
+        the thread had before."""
+        fn, b = self._fn(ENTER, VOID, [PTR])
+        self.enter = fn
+        block = fn.args[0]
+
+        def word(k: int) -> ir.Value:
+            return b.load(gep(b, block, [ir.Constant(I64, k)], I64), typ=I64)
+
+        threads = word(pool_abi.THREADS)
+        tables = [b.inttoptr(word(k), PTR) for k in pool_abi.ARGUMENTS]
+        stamps = word(pool_abi.STAMPS)
+        key = b.load(self.call_key, typ=self.key_ty)
+        before = b.call(self.getspecific, [key])
+        b.call(self.setspecific, [key, b.inttoptr(threads, PTR)])
+        entry = word(pool_abi.FUNCTION)
+        plain_ty = ir.FunctionType(VOID, [PTR] * 4)
+        profiled_ty = ir.FunctionType(VOID, [PTR] * 5)
+        with b.if_else(b.icmp_signed("==", stamps, ir.Constant(I64, 0))) as (plain, profiled):
+            with plain:
+                b.call(b.inttoptr(entry, FunctionPointerType(plain_ty)), tables)
+            with profiled:
+                target = b.inttoptr(entry, FunctionPointerType(profiled_ty))
+                b.call(target, [*tables, b.inttoptr(stamps, PTR)])
+        b.call(self.setspecific, [key, before])
+        b.ret_void()
+
+    def _enter_arrays(self) -> None:
+        """`i32 __relay_pool_enter_arrays(block, first_input, first_output)`
+        (`backend.pool_abi`): the tables' array objects turned into data pointers, the
+        inputs' alignment checked (1: misaligned, nothing ran), then `__relay_pool_enter`."""
+        fn, b = self._fn(pool_abi.ENTER_ARRAYS, I32, [PTR, PTR, PTR])
+        block, first_in, first_out = fn.args
+        bad = b.alloca(I64, name="misaligned")
+        indices = [b.alloca(I64, name="k"), b.alloca(I64, name="k")]
+
+        def word(k: int) -> ir.Value:
+            return b.load(gep(b, block, [ir.Constant(I64, k)], I64), typ=I64)
+
+        offset = word(pool_abi.OBJECT_DATA)
+        align = b.inttoptr(word(pool_abi.ALIGN), PTR)
+        b.store(ir.Constant(I64, 0), bad)
+        for table_word, count_word, first, index, check in (
+            (pool_abi.ARGUMENTS[0], pool_abi.INPUTS, first_in, indices[0], True),
+            (pool_abi.ARGUMENTS[1], pool_abi.OUTPUTS, first_out, indices[1], False),
+        ):
+            table = b.inttoptr(word(table_word), PTR)
+            count = word(count_word)
+            with b.if_then(b.icmp_signed(">", count, ir.Constant(I64, 0))):
+                b.store(first, table)
+            b.store(ir.Constant(I64, 0), index)
+            loop, body, done = (fn.append_basic_block(s) for s in ("loop", "body", "done"))
+            b.branch(loop)
+            b.position_at_end(loop)
+            k = b.load(index, typ=I64)
+            b.cbranch(b.icmp_signed("<", k, count), body, done)
+            b.position_at_end(body)
+            slot = gep(b, table, [k], PTR)
+            obj = b.load(slot, typ=PTR)
+            data = b.load(gep(b, obj, [offset], ir.IntType(8)), typ=PTR)
+            b.store(data, slot)
+            if check:
+                mask = b.load(gep(b, align, [k], I64), typ=I64)
+                low = b.and_(b.ptrtoint(data, I64), mask)
+                b.store(b.or_(b.load(bad, typ=I64), low), bad)
+            b.store(b.add(k, ir.Constant(I64, 1)), index)
+            b.branch(loop)
+            b.position_at_end(done)
+        run, refuse = fn.append_basic_block("run"), fn.append_basic_block("refuse")
+        b.cbranch(b.icmp_signed("==", b.load(bad, typ=I64), ir.Constant(I64, 0)), run, refuse)
+        b.position_at_end(run)
+        b.call(self.enter, [block])
+        b.ret(ir.Constant(I32, 0))
+        b.position_at_end(refuse)
+        b.ret(ir.Constant(I32, 1))
+
+    def _set_call_threads(self) -> None:
+        """`i64 __relay_pool_set_call_threads(i64 n)`: make `n` (0: none) the calling
+        thread's call thread count; returns the one before (for a model stepping through
+        its kernels from Python)."""
+        fn, b = self._fn(pool_abi.SET_CALL_THREADS, I64, [I64])
+        key = b.load(self.call_key, typ=self.key_ty)
+        before = b.call(self.getspecific, [key])
+        b.call(self.setspecific, [key, b.inttoptr(fn.args[0], PTR)])
+        b.ret(b.ptrtoint(before, I64))
 
     def _set_num_threads(self) -> None:
         fn, b = self._fn("__relay_set_num_threads", VOID, [I32])
@@ -285,6 +421,14 @@ class _PoolBuilder:
         n = b.select(b.icmp_signed("<", n, lo), lo, n)
         n = b.select(b.icmp_signed(">", n, hi), hi, n)
         self.store(b, n, self.cfg)
+        b.ret_void()
+
+    def _bind(self) -> None:
+        """`void __relay_pool_bind(i32 worker, i32 cpu)`: worker `worker` pins itself to CPU
+        `cpu` when it next starts (-1: not pinned)."""
+        fn, b = self._fn("__relay_pool_bind", VOID, [I32, I32])
+        slot = gep(b, self.bind, [ir.Constant(I32, 0), fn.args[0]], self.bind.value_type)
+        b.store(b.add(fn.args[1], ir.Constant(I32, 1)), slot)
         b.ret_void()
 
     def _run_tasks(self) -> ir.Function:
@@ -324,6 +468,7 @@ class _PoolBuilder:
         b.store(b.trunc(b.lshr(raw, ir.Constant(I64, 16)), I32), my)
         spins = b.alloca(I32, name="spins")
         deadline = b.alloca(I64, name="deadline")
+        self._pin(b, fn, wid)
         blocks = ("wait", "spin", "pause", "clock", "sleep", "got", "run", "leave", "exit")
         wait, spin, pause, clock, sleep, got, run, leave, exit_ = (
             fn.append_basic_block(s) for s in blocks
@@ -380,6 +525,27 @@ class _PoolBuilder:
         b.ret(ir.Constant(PTR, None))
         return fn
 
+    def _pin(self, b: ir.IRBuilder, fn: ir.Function, wid: ir.Value) -> None:
+        """Worker `wid` pins itself to CPU `bind[wid] - 1` (Linux, CPUs below
+        `_AFFINITY_CPUS`) when `bind[wid]` is set (`bind_threads`)."""
+        if self.setaffinity is None:
+            return
+        words = ir.ArrayType(I64, _AFFINITY_CPUS // 64)
+        mask = b.alloca(words, name="cpu_mask")
+        slot = gep(b, self.bind, [ir.Constant(I32, 0), wid], self.bind.value_type)
+        cpu = b.sub(b.load(slot, typ=I32), ir.Constant(I32, 1))
+        ok = b.and_(
+            b.icmp_signed(">=", cpu, ir.Constant(I32, 0)),
+            b.icmp_signed("<", cpu, ir.Constant(I32, _AFFINITY_CPUS)),
+        )
+        with b.if_then(ok):
+            b.store(ir.Constant(words, None), mask)
+            word = b.zext(b.lshr(cpu, ir.Constant(I32, 6)), I64)
+            bit = b.shl(ir.Constant(I64, 1), b.zext(b.and_(cpu, ir.Constant(I32, 63)), I64))
+            b.store(bit, gep(b, mask, [ir.Constant(I32, 0), word], words))
+            size = ir.Constant(I64, _AFFINITY_CPUS // 8)
+            b.call(self.setaffinity, [ir.Constant(I32, 0), size, mask])
+
     def _start_workers(self, b: ir.IRBuilder, fn: ir.Function, want: ir.Value) -> ir.Value:
         """Create workers until there are `want`; returns how many exist."""
         loop, make, done = (fn.append_basic_block(f"start.{s}") for s in ("loop", "make", "done"))
@@ -405,7 +571,7 @@ class _PoolBuilder:
         """`__relay_parallel_for(task, closure, n)`: `__relay_parallel_run` on every thread
         the pool is configured for (kernels compiled before plans named the threads)."""
         fn, b = self._fn(PARALLEL_FOR, VOID, [PTR, PTR, I64])
-        threads = self.load(b, self.cfg, I32, "monotonic")
+        threads = self.call_threads(b)
         b.call(self.run, [*fn.args, threads])
         b.ret_void()
 
@@ -428,8 +594,9 @@ class _PoolBuilder:
             b.store(b.atomic_rmw("add", self.loop_seq, ir.Constant(I32, 1), "monotonic"), id_slot)
             b.store(b.call(self.now, []), start_slot)
         loop_id = b.load(id_slot, typ=I32)
-        # threads: the loop's own count, at most the pool's, at most one per task
-        threads = self.load(b, self.cfg, I32, "monotonic")
+        # threads: the loop's own count, at most the call's (or the pool's), at most one
+        # per task
+        threads = self.call_threads(b)
         threads = b.select(b.icmp_signed("<", wanted, threads), wanted, threads)
         n32 = b.trunc(b.select(b.icmp_signed("<", n, ir.Constant(I64, 1 << 30)), n,
                                ir.Constant(I64, 1 << 30)), I32)  # fmt: skip
@@ -557,8 +724,18 @@ class PoolRuntime:
         self.engine = llvm.create_mcjit_compiler(ref, llvm_target.new_target_machine())
         self.engine.finalize_object()
         addr = self.engine.get_function_address
-        for name in (PARALLEL_FOR, PARALLEL_RUN, NUM_THREADS, NOW_NS):
+        exported = (PARALLEL_FOR, PARALLEL_RUN, NUM_THREADS, NOW_NS, ENTER, SET_CALL_THREADS)
+        for name in (*exported, pool_abi.ENTER_ARRAYS):
             llvm.add_symbol(name, addr(name))
+        if ctypes.CFUNCTYPE(ctypes.c_int32)(addr("__relay_pool_init"))() != 0:
+            raise OSError("the thread pool cannot make its thread-specific key")
+        self.enter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr(ENTER))
+        self.set_call_threads = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
+            addr(SET_CALL_THREADS)
+        )
+        self.bind = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32)(
+            addr("__relay_pool_bind")
+        )
         self.num_threads = ctypes.CFUNCTYPE(ctypes.c_int32)(addr(NUM_THREADS))
         self.set_num_threads = ctypes.CFUNCTYPE(None, ctypes.c_int32)(
             addr("__relay_set_num_threads")
@@ -594,10 +771,46 @@ def runtime() -> PoolRuntime:
         if _runtime is None:
             rt = PoolRuntime()
             rt.set_num_threads(default_num_threads())
+            if os.environ.get(pool_abi.BIND_ENV, "").strip() == "1":
+                _bind(rt, True)
             atexit.register(rt.shutdown)
             os.register_at_fork(after_in_child=rt.after_fork)
             _runtime = rt
     return _runtime
+
+
+def _bind(rt: PoolRuntime, on: bool) -> None:
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    for w in range(MAX_WORKERS):
+        rt.bind(w, cpus[(w + 1) % len(cpus)] if on and cpus else -1)
+    _bound[:] = [on and bool(cpus)]
+
+
+_bound: list[bool] = [False]
+
+
+def bind_threads(on: bool = True) -> None:
+    """Pin each worker to a CPU of its own (on) or let them move freely (off; the default
+    unless `RELAY_BIND_THREADS=1` was set when the pool started). Worker `w` takes the
+    `w + 1`-th CPU this process may use, modulo their number (the calling thread, which
+    runs tasks too, is left where it is: usually on the first). Running workers stop and
+    the next parallel loop starts them again, pinned or not. Linux only; elsewhere a no-op."""
+    rt = runtime()
+    _bind(rt, on)
+    rt.shutdown()
+
+
+def threads_bound() -> bool:
+    """Whether workers are pinned to CPUs (`bind_threads`)."""
+    runtime()
+    return _bound[0]
+
+
+def set_call_threads(n: int) -> int:
+    """Make `n` threads (0: none, the pool's count applies) the limit of parallel loops the
+    calling thread runs, as a model call through `__relay_pool_enter` does; returns the
+    limit before (for models stepping through kernels from Python)."""
+    return int(runtime().set_call_threads(max(0, min(n, MAX_WORKERS + 1))))
 
 
 def set_num_threads(n: int) -> None:
@@ -666,13 +879,16 @@ __all__ = [
     "TASKS_PER_THREAD",
     "TRACE_DTYPE",
     "PoolRuntime",
+    "bind_threads",
     "declare_runtime",
     "default_num_threads",
     "get_num_threads",
     "now_ns",
     "runtime",
+    "set_call_threads",
     "set_num_threads",
     "shutdown",
     "start_trace",
     "stop_trace",
+    "threads_bound",
 ]

@@ -31,12 +31,18 @@ The cost model, in nanoseconds, of running `work` iterations on `k > 1` threads:
          + work * ITER_NS / tasks * LATE_TASK + FUSE_NS * extent / k * (loops fused - 1)
 
 against `work * ITER_NS` on one thread. `GRAIN_WORK` is where two threads start to win in the
-model (about 64 K iterations, the fixed threshold schedules used before plans existed). The
-constants are estimates, not yet measurements: `python bench/threads.py --grain` times an
-elementwise kernel on one and two threads at sizes around the grain, but on the shared 2-core
-machine this was written on, two threads never beat one at any size (other processes held the
-second core), so the constants were set from the pool's design (a fork-join with spinning
-workers: a few cache-line transfers per thread, 1-2 us in all) and the old threshold.
+model (about 64 K iterations, the fixed threshold schedules used before plans existed).
+
+Measured (`python bench/threads.py --grain --rounds 3`: `(x + y) * x` over n float32 on one
+thread and on two threads in two tasks, 2-core AMD EPYC, load average 1.2-1.4, five rounds
+in two runs): two threads cost 0.7-1.4 us more than one on a tiny loop (the model's
+`SYNC_NS + 2 * THREAD_NS` is 1.34 us) and win from 32 K elements (from 16 K in one round;
+1.1-1.4x at 32 K, 1.5x at 128 K). An elementwise iteration costs about 0.3 ns there, six
+times `ITER_NS` (which is a lane of a fused multiply-add, what the big kernels run), so for
+elementwise loops the model's grain is 2-4x too high, and for FMA-bound loops it is where
+the measured overhead puts it; `GRAIN_WORK` is left to the model until `work_of` weighs an
+iteration by what it does. With another process holding the second core (load 1.5-1.9, one
+run) two threads never won at any size.
 """
 
 from __future__ import annotations

@@ -18,11 +18,24 @@ thread pool runs inline on its own thread (see `backend.codegen.threadpool`).
 Inputs may be any CPU tensor with `__dlpack__` (read in place), and `run(..., out=...)`
 writes the result into the caller's buffers, directly from the kernels when it can
 (`backend.runtime.dlpack`).
+
+Threads: a model runs with its own thread count, its target's `-num-threads` at first,
+changed on the loaded model by `set_num_threads(n)` (no rebuild; other models keep
+theirs): each call enters native code through the thread pool's `__relay_pool_enter`
+(`backend.pool_abi`), which puts the count in force on the calling thread for the call.
+
+The call path: `run(*arrays)` with numpy arrays exactly as the model takes them (shape,
+dtype, C strides, aligned) and a result made of the kernels' outputs takes a fast path
+(`_run_fast`): per input a few attribute checks, per output one `np.empty`, and one native
+call that reads the arrays' data pointers itself. Anything else goes through the checked
+path with its diagnostics. `bench/bench_call_overhead.py` measures what a call costs
+beyond its kernels.
 `bench/bench_concurrency.py` measures calls per second with one and several callers.
 """
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import os
 import time
@@ -37,6 +50,7 @@ from ...lang.dtype import dtype_of_array, numpy_dtype
 from ...lang.expr import Function
 from ...lang.tuples import tuple_leaves
 from ...typecheck.show import shape_text
+from .. import pool_abi
 from ..kernel_cost import KernelCost
 from ..target import Target, cpu_count
 from . import dlpack, native
@@ -71,15 +85,36 @@ class CompileStats:
     saved_bytes: int
 
 
-@frozen
+@define
 class _CallFrame:
-    """What one call of a model uses alone: its workspace (and the pointer to it), and
-    the arrays of input and output pointers handed to the entry function."""
+    """What one call of a model uses alone: its workspace (and the pointer to it), and the
+    block the pool's entry functions read (`backend.pool_abi`: a header, then the input and
+    output pointer tables, of which `in_ptrs`/`out_ptrs` are views), at `address`.
+    `config` is the model's `_config` the header's function and thread words were last
+    written for (None: written for something else)."""
 
     workspace: np.ndarray
     workspace_ptr: ctypes.c_void_p
     in_ptrs: Any
     out_ptrs: Any
+    block: Any
+    address: int
+    config: Any = None
+
+
+@frozen
+class _Entry:
+    """How calls reach the entry function of `library`: through the pool's `enter` (and
+    `enter_arrays`) with the entry's (and its profiling twin's) address, or, when the
+    library's functions are not native function pointers (a wrapper), by calling `plain`
+    directly."""
+
+    library: Any
+    plain: Callable[..., None]
+    address: int | None
+    profiled_address: int | None
+    enter: Callable[[int], None] | None
+    enter_arrays: Callable[[int, int, int], int] | None
 
 
 @define
@@ -110,6 +145,20 @@ class CompiledModel:
     _input_specs: list[tuple[str, tuple[int, ...], np.dtype, str]] = field(init=False, factory=list)
     _output_specs: list[tuple[tuple[int, ...], np.dtype]] = field(init=False, factory=list)
     _result_specs: Any = field(init=False, default=None)
+    _threads: int = field(init=False, default=1)
+    _entry: _Entry | None = field(init=False, default=None)
+    _fast_inputs: tuple[tuple[tuple[int, ...], np.dtype, tuple[int, ...]], ...] | None = field(
+        init=False, default=None
+    )
+    _fast_outputs: tuple[tuple[tuple[int, ...], np.dtype], ...] = field(init=False, default=())
+    _single_output: bool = field(init=False, default=False)
+    _config: Any = field(init=False, default=None)
+    _align: Any = field(init=False, default=None)
+    _out_strides: tuple[tuple[int, ...], ...] = field(init=False, default=())
+    _param_spans: tuple[tuple[int, int], ...] = field(init=False, default=())
+    _out_is_input: bool = field(init=False, default=False)
+    _out_base: int = field(init=False, default=0)
+    """Where the output pointer table starts in a frame's block, in words."""
 
     def __attrs_post_init__(self) -> None:
         for name, s in zip(self.plan.input_names, self.plan.input_slots):
@@ -125,25 +174,51 @@ class CompiledModel:
             for s in flatten_tree(self.plan.output)
         }
         self._result_specs = _map_tree(self.plan.output, specs)
+        self._threads = min(self.target.num_threads, pool_abi.MAX_THREADS)
+        self._out_base = pool_abi.HEADER + max(1, len(self.plan.input_names))
+        self._plan_fast_path()
         check_model_fits(self.plan, self.memory, sum(p.nbytes for p in self.params))
         # Workspace offsets are multiples of 64 bytes from a 64-byte aligned base; parameters,
         # like inputs, need only element alignment.
         self._max_idle_frames = max(1, cpu_count())
-        first = self._new_frame()
-        self._workspace = first.workspace
-        self._idle_frames.append(first)
         self.params = tuple(np.require(p, requirements="C") for p in self.params)
         self._param_ptrs = (ctypes.c_void_p * max(1, len(self.params)))(
             *[data_address(p) for p in self.params]
         )
+        first = self._new_frame()
+        self._workspace = first.workspace
+        self._idle_frames.append(first)
         starts = np.array([data_address(p) for p in self.params], dtype=np.uint64)
         sizes = np.array([p.nbytes for p in self.params], dtype=np.uint64)
         self._param_bounds = (starts, starts + sizes)
+        self._param_spans = tuple((int(a), int(a + n)) for a, n in zip(starts, sizes))
+        self._out_is_input = "out" in self.plan.input_names
 
     @property
     def native(self) -> bool:
         """Whether every kernel runs as native code in one entry call."""
         return self.entry_name is not None
+
+    @property
+    def num_threads(self) -> int:
+        """The most threads a call of this model uses (`set_num_threads`; at first the
+        target's `-num-threads`)."""
+        return self._threads
+
+    def set_num_threads(self, n: int) -> None:
+        """Run this model's calls on at most `n` threads from now on, without a rebuild
+        (other models keep their own counts; calls already running keep theirs).
+
+        Each parallel loop was planned at build time for the target's thread count `N`
+        (`backend.lower.parallel_plan`): a call uses `min(n, the loop's planned threads)`
+        threads for it, in the planned tasks. Below `N` the loops stay correct and share
+        their tasks among fewer threads (as balanced as the task count allows); above `N`
+        no loop takes more threads than its plan, so rebuild for `-num-threads=n` to use
+        them. Loops whose extent is known only at run time take up to `n`."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(f"the number of threads must be an integer of at least 1, got {n!r}")
+        self._threads = min(n, pool_abi.MAX_THREADS)
+        self._config = (self._entry, self._threads)  # frames rewrite their header
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -216,10 +291,195 @@ class CompiledModel:
         result; `run` then returns `out`. A C-contiguous buffer that overlaps no input is
         written directly by the kernels; any other is filled by one copy at the end. When
         `@main` itself has a parameter named `out`, `out=` is that input."""
-        if out is not None and "out" in self.plan.input_names:
+        if self._fast_inputs is not None and not (out is not None and self._out_is_input):
+            given: tuple[Any, ...] | None = args
+            if inputs:
+                given = None if args else self._by_name(inputs)
+            if given is not None:
+                result = self._run_fast(given, out)
+                if result is not None:
+                    return result
+        if out is not None and self._out_is_input:
             inputs = {**inputs, "out": out}
             out = None
         return self._execute(args, inputs, out, None)
+
+    def _plan_fast_path(self) -> None:
+        """Enable `_run_fast` for a native model whose result is its kernel outputs in
+        order (a tensor, or a flat tuple of distinct outputs): what it checks per input
+        (shape, dtype, C-contiguous strides) and allocates per output."""
+        tree = self.plan.output
+        leaves = [tree] if isinstance(tree, int) else list(tree)
+        if self.entry_name is None or not leaves or leaves != list(self.output_slots):
+            return
+        if native.array_data_offset() is None:  # array objects cannot be handed over
+            return
+        inputs = [(shape, dt, c_strides(shape, dt)) for _, shape, dt, _ in self._input_specs]
+        self._fast_inputs = tuple(inputs)
+        self._fast_outputs = tuple(self._output_specs)
+        self._out_strides = tuple(c_strides(shape, dt) for shape, dt in self._output_specs)
+        self._single_output = isinstance(tree, int)
+
+    def _by_name(self, inputs: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """The arguments given all by name, in `@main`'s order (None when some are missing
+        or unknown: the checked path says which)."""
+        names = self.plan.input_names
+        if len(inputs) != len(names):
+            return None
+        try:
+            return tuple([inputs[name] for name in names])
+        except KeyError:
+            return None
+
+    def _run_fast(self, args: tuple[Any, ...], out: Any = None) -> Any:
+        """`run(*arrays)` (or by name, or with `out=` buffers) when every argument is a
+        numpy array exactly as the model takes it (shape, dtype object, C strides, aligned
+        data), every `out` buffer one the kernels can write (`_fast_buffers`) and the entry
+        is reached through the pool: one native call, no other checks; None when anything
+        differs (the checked path then runs and explains what is wrong)."""
+        specs = self._fast_inputs
+        if specs is None or len(args) != len(specs):
+            return None
+        for value, (shape, dt, strides) in zip(args, specs):
+            if (
+                type(value) is not np.ndarray
+                or value.dtype is not dt
+                or value.shape != shape
+                or value.strides != strides
+            ):
+                return None
+        entry = self._entry
+        if entry is None or entry.library is not self.library:
+            entry = self._resolve_entry()
+        enter = entry.enter_arrays
+        if enter is None:
+            return None
+        frames = self._idle_frames
+        frame = frames.pop() if frames else self._new_frame()
+        try:
+            if frame.config is not self._config:
+                self._configure(frame, entry)
+            if out is None:
+                outputs = [np.empty(shape, dt) for shape, dt in self._fast_outputs]
+            else:
+                buffers = self._fast_buffers(out, args)
+                if buffers is None:
+                    return None
+                outputs = buffers
+            block = frame.block
+            if len(args) > 1 or len(outputs) > 1:  # the tables hold the others
+                k = pool_abi.HEADER + 1
+                for value in args[1:]:
+                    block[k] = id(value)
+                    k += 1
+                k = self._out_base + 1
+                for array in outputs[1:]:
+                    block[k] = id(array)
+                    k += 1
+            refused = enter(frame.address, id(args[0]) if args else 0, id(outputs[0]))
+        finally:
+            if len(frames) < self._max_idle_frames:  # `_give_back`, inline
+                frames.append(frame)
+        if refused:  # a misaligned input
+            return None
+        if out is not None:
+            return out
+        return outputs[0] if self._single_output else tuple(outputs)
+
+    def _fast_buffers(self, out: Any, args: tuple[Any, ...]) -> list[np.ndarray] | None:
+        """`out` as the kernels' output buffers: a numpy array per output (a tuple or list
+        of them for a tuple result) exactly as the output is (shape, dtype object, C
+        strides), writeable, element-aligned, overlapping no input, parameter or other
+        buffer; None otherwise (the checked path copies or explains)."""
+        if self._single_output:
+            buffers = [out]
+        elif type(out) is tuple or type(out) is list:
+            buffers = list(out)
+        else:
+            return None
+        if len(buffers) != len(self._fast_outputs):
+            return None
+        spans = list(self._param_spans)
+        for value in args:
+            start = data_address(value)
+            spans.append((start, start + value.nbytes))
+        for buffer, (shape, dt), strides in zip(buffers, self._fast_outputs, self._out_strides):
+            if (
+                type(buffer) is not np.ndarray
+                or buffer.dtype is not dt
+                or buffer.shape != shape
+                or buffer.strides != strides
+                or not buffer.flags.writeable
+            ):
+                return None
+            start = data_address(buffer)
+            end = start + buffer.nbytes
+            if start % dt.itemsize:
+                return None
+            for low, high in spans:
+                if start < high and end > low and low < high:
+                    return None
+            spans.append((start, end))
+        return buffers
+
+    def _configure(self, frame: _CallFrame, entry: _Entry) -> None:
+        """Write the entry function and this model's thread count into `frame`'s header."""
+        frame.block[pool_abi.FUNCTION] = entry.address or 0
+        frame.block[pool_abi.THREADS] = self._threads
+        frame.config = self._config
+
+    def _resolve_entry(self) -> _Entry:
+        """How calls reach the entry function of the current `library` (cached until the
+        library is replaced)."""
+        library = self.library
+        assert self.entry_name is not None
+        plain = library.get(self.entry_name)
+        enter = native.pool_enter()
+        address = profiled = None
+        if enter is not None and isinstance(plain, _ctypes.CFuncPtr):
+            address = ctypes.cast(plain, ctypes.c_void_p).value
+            twin = self.profiled_entry
+            twin_fn = library.get(twin) if twin is not None else None
+            if isinstance(twin_fn, _ctypes.CFuncPtr):
+                profiled = ctypes.cast(twin_fn, ctypes.c_void_p).value
+        arrays = native.pool_enter_arrays() if address else None
+        entry = _Entry(library, plain, address, profiled, enter if address else None, arrays)
+        self._entry = entry
+        self._config = (entry, self._threads)
+        return entry
+
+    def _call_entry(self, frame: _CallFrame, stamps: np.ndarray | None) -> None:
+        """Call the entry function (its profiling twin with `stamps`) on `frame`'s pointer
+        tables with this model's thread count in force."""
+        entry = self._entry
+        if entry is None or entry.library is not self.library:
+            entry = self._resolve_entry()
+        if entry.enter is not None:
+            block = frame.block
+            frame.config = None  # the fast path rewrites the header
+            block[pool_abi.THREADS] = self._threads
+            if stamps is None:
+                block[pool_abi.FUNCTION] = entry.address
+                entry.enter(frame.address)
+                return
+            block[pool_abi.FUNCTION] = entry.profiled_address
+            block[pool_abi.STAMPS] = stamps.ctypes.data
+            try:
+                entry.enter(frame.address)
+            finally:
+                block[pool_abi.STAMPS] = 0
+            return
+        # a library whose functions are wrapped: called directly, the count set around
+        args: list[Any] = [frame.in_ptrs, frame.out_ptrs, self._param_ptrs, frame.workspace_ptr]
+        fn = entry.plain
+        if stamps is not None:
+            fn = self.library.get(self.entry_name + PROFILED_SUFFIX)  # type: ignore[operator]
+            args.append(ctypes.c_void_p(stamps.ctypes.data))
+        before = native.set_call_threads(self._threads)
+        try:
+            fn(*args)
+        finally:
+            native.set_call_threads(before)
 
     @property
     def profiled_entry(self) -> str | None:
@@ -273,12 +533,7 @@ class CompiledModel:
                     in_ptrs[k] = data_address(array)
                 for k, array in enumerate(outputs):
                     out_ptrs[k] = data_address(array)
-                native_args = [in_ptrs, out_ptrs, self._param_ptrs, frame.workspace_ptr]
-                if stamps is None:
-                    self.library.get(self.entry_name)(*native_args)
-                else:
-                    entry = self.entry_name + PROFILED_SUFFIX
-                    self.library.get(entry)(*native_args, ctypes.c_void_p(stamps.ctypes.data))
+                self._call_entry(frame, stamps)
             else:
                 self._run_steps(arrays, by_slot, workspace, stamps)
             if buffers is not None:
@@ -350,11 +605,29 @@ class CompiledModel:
 
     def _new_frame(self) -> _CallFrame:
         workspace = aligned_empty((max(1, self.memory.workspace_bytes),), np.uint8)
+        word = ctypes.sizeof(ctypes.c_uint64)
+        n_in, n_out = max(1, len(self.plan.input_names)), max(1, len(self.output_slots))
+        block = (ctypes.c_uint64 * (pool_abi.HEADER + n_in + n_out))()
+        in_ptrs = (ctypes.c_void_p * n_in).from_buffer(block, pool_abi.HEADER * word)
+        out_ptrs = (ctypes.c_void_p * n_out).from_buffer(block, self._out_base * word)
+        tables = (in_ptrs, out_ptrs, self._param_ptrs)
+        for k, table in zip(pool_abi.ARGUMENTS, tables):
+            block[k] = ctypes.addressof(table)
+        block[pool_abi.ARGUMENTS[3]] = data_address(workspace)
+        block[pool_abi.INPUTS] = len(self.plan.input_names)
+        block[pool_abi.OUTPUTS] = len(self.output_slots)
+        if self._align is None:
+            masks = [dt.itemsize - 1 for _, _, dt, _ in self._input_specs]
+            self._align = (ctypes.c_uint64 * n_in)(*masks)
+        block[pool_abi.ALIGN] = ctypes.addressof(self._align)
+        block[pool_abi.OBJECT_DATA] = native.array_data_offset() or 0
         return _CallFrame(
             workspace,
             ctypes.c_void_p(data_address(workspace)),
-            (ctypes.c_void_p * max(1, len(self.plan.input_names)))(),
-            (ctypes.c_void_p * max(1, len(self.output_slots)))(),
+            in_ptrs,
+            out_ptrs,
+            block,
+            ctypes.addressof(block),
         )
 
     def _take_frame(self) -> _CallFrame:
@@ -397,6 +670,19 @@ class CompiledModel:
         workspace: np.ndarray,
         stamps: np.ndarray | None = None,
     ) -> None:
+        before = native.set_call_threads(self._threads)
+        try:
+            self._run_kernels(arrays, by_slot, workspace, stamps)
+        finally:
+            native.set_call_threads(before)
+
+    def _run_kernels(
+        self,
+        arrays: list[np.ndarray],
+        by_slot: dict[int, np.ndarray],
+        workspace: np.ndarray,
+        stamps: np.ndarray | None,
+    ) -> None:
         if stamps is not None:
             stamps[0] = time.monotonic_ns()
         for k, step in enumerate(self.plan.steps):
@@ -436,6 +722,15 @@ class CompiledModel:
         if self.saver is None:
             raise Error("this compiled model cannot be saved (it was made without a build)")
         self.saver(self, path)
+
+
+def c_strides(shape: tuple[int, ...], dt: np.dtype) -> tuple[int, ...]:
+    """The strides numpy gives a C-contiguous array of `shape` and `dt`."""
+    strides, step = [], dt.itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
 
 
 def model_memory(plan: GraphPlan, memory: MemoryPlan, param_bytes: int) -> dict[str, int]:

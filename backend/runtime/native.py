@@ -7,6 +7,11 @@ gives a ctypes function of `void*` arguments. Libraries are made and loaded by
 `backend.codegen` (LLVM through llvmlite) and handed in by `backend.build`, so this layer
 needs no code generator.
 
+The thread pool (`backend.codegen.threadpool`) exports `__relay_pool_enter`, which calls a
+model's entry function with the model's thread count in force (`backend.pool_abi`);
+`pool_enter()` finds it by name once the pool exists, so this layer imports no code
+generator. `set_call_threads` is the same limit for a model stepping through its kernels.
+
 Memory: `memory_limit_bytes()` is what this process may use at most (physical memory, or
 a smaller cgroup limit); `check_fits(nbytes, subject)` is the `Error` that says a tensor or
 a model cannot fit, raised before anything is allocated.
@@ -24,6 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...lang.diagnostics import Error
+from .. import pool_abi
 
 ALIGNMENT = 64
 """Byte alignment of the buffers `aligned_empty` makes (a cache line; an AVX-512 vector)."""
@@ -76,6 +82,56 @@ data_address: Callable[[np.ndarray], int] = (
 )
 """The address of an array's first element: what `array.ctypes.data` gives, about ten
 times faster (a compiled model's call reads one per input and output)."""
+
+
+_pool_functions: dict[str, Any] = {}
+
+
+def _pool_function(name: str, proto: Any) -> Any:
+    """The pool's function `name` as a ctypes `proto`, or None while there is no pool."""
+    fn = _pool_functions.get(name)
+    if fn is None:
+        import llvmlite.binding as llvm
+
+        address = llvm.address_of_symbol(name)
+        if not address:
+            return None
+        fn = _pool_functions[name] = proto(address)
+    return fn
+
+
+def pool_enter() -> Callable[[int], None] | None:
+    """`__relay_pool_enter(block)` (`backend.pool_abi`), or None when no thread pool has
+    been made in this process (there is then no native code to call either)."""
+    fn: Callable[[int], None] | None = _pool_function(
+        pool_abi.ENTER, ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    )
+    return fn
+
+
+def pool_enter_arrays() -> Callable[[int, int, int], int] | None:
+    """`__relay_pool_enter_arrays(block, first_input, first_output)` (`backend.pool_abi`),
+    or None when there is no pool or array objects do not keep their data pointer where
+    `array_data_offset` says."""
+    if array_data_offset() is None:
+        return None
+    proto = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    fn: Callable[[int, int, int], int] | None = _pool_function(pool_abi.ENTER_ARRAYS, proto)
+    return fn
+
+
+def array_data_offset() -> int | None:
+    """Bytes from a numpy array object's address (`id`) to its data pointer, when this
+    interpreter and numpy keep it there (checked once, `_header_layout_holds`)."""
+    return _DATA_OFFSET if data_address is _address_by_header else None
+
+
+def set_call_threads(n: int) -> int:
+    """Limit the parallel loops the calling thread runs to `n` threads (0: no limit of its
+    own); returns the limit before (0 as well while there is no pool)."""
+    proto = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)
+    fn = _pool_function(pool_abi.SET_CALL_THREADS, proto)
+    return int(fn(n)) if fn is not None else 0
 
 
 def aligned_copy(array: Any) -> np.ndarray:
@@ -136,8 +192,12 @@ __all__ = [
     "NativeLibrary",
     "aligned_copy",
     "aligned_empty",
+    "array_data_offset",
     "bytes_text",
     "check_fits",
     "data_address",
     "memory_limit_bytes",
+    "pool_enter",
+    "pool_enter_arrays",
+    "set_call_threads",
 ]
