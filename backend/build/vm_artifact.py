@@ -11,13 +11,14 @@ constants the bytecode loads) and `params.npz` (the kernels' lifted constants).
 
 Loading trusts nothing in the file: the zip, the JSON field by field, the digests, the
 machine (triple and CPU features), and the bytecode's consistency (every register, jump
-target, function, constant and kernel index in range, calls of global functions with
-their arity, every function ending in a return, jump or tail call, each native kernel
-call preceded by the allocation of its outputs with the kernel's output layouts, no jump
-landing between the two). The native kernels' symbols carry a digest of the kernels'
-interfaces (layouts of inputs, outputs and lifted constants) that the loader recomputes,
-so the object code commits to the layouts the bytecode gives it. Every refusal is an
-`ArtifactError` naming the file and the reason.
+target, function, constant and kernel index in range, calls of global functions with their
+arity, every function ending in a return, jump or tail call, each native kernel call
+preceded by the allocation of its outputs with the kernel's output layouts, no jump
+landing between the two, the memory plan the one `vm.memory` computes from the code). The
+native kernels' symbols carry a digest of the kernels' interfaces (layouts of inputs,
+outputs and lifted constants) that the loader recomputes, so the object code commits to
+the layouts the bytecode gives it. Every refusal is an `ArtifactError` naming the file and
+the reason.
 """
 
 from __future__ import annotations
@@ -44,11 +45,16 @@ from ...lang.printer import print_expr
 from ..codegen import llvm_target, threadpool
 from ..codegen.compile import load_library
 from ..runtime.vm import bytecode as bc
+from ..runtime.vm.memory import check_plan
 from ..runtime.vm.model import VMModel
 from .artifact import ArtifactError, _Decoder, _digest, _read_json, _read_members, _read_params
 
-VM_ARTIFACT_FORMAT = "relaymod-vm-1"
-"""The format tag of saved VM models."""
+VM_ARTIFACT_FORMAT = "relaymod-vm-2"
+"""The format tag of saved VM models (2: `AllocTensor` carries the memory plan's `reuse`;
+version 1 files are refused with a request to rebuild)."""
+
+VM_FORMAT_PREFIX = "relaymod-vm-"
+"""What the format tags of VM artifacts, of any version, start with."""
 
 VM_MEMBERS = ("model.json", "kernels.o", "constants.npz", "params.npz")
 """The files inside a VM artifact."""
@@ -242,7 +248,9 @@ def is_vm_artifact(path: str | os.PathLike[str]) -> bool:
             if info.file_size > 1 << 30:
                 return False
             meta = json.loads(z.read(info))
-        return isinstance(meta, dict) and meta.get("format") == VM_ARTIFACT_FORMAT
+        fmt = meta.get("format") if isinstance(meta, dict) else None
+        # any VM format (an older one is then refused by `load_vm_artifact`, clearly)
+        return isinstance(fmt, str) and fmt.startswith(VM_FORMAT_PREFIX)
     except Exception:  # any unreadable file is left to load_artifact
         return False
 
@@ -467,7 +475,8 @@ class _VMDecoder(_Decoder):
             at = f"{where}.{f.name}"
             kind = f.type
             if kind == "int":
-                values.append(self.integer(value, at, low=-1 if f.name == "self_index" else 0))
+                low = -1 if f.name in ("self_index", "reuse") else 0
+                values.append(self.integer(value, at, low=low))
             elif kind in ("Registers", "tuple[int, ...]"):
                 values.append(self.ints(value, at))
             elif kind == "np.dtype":
@@ -580,6 +589,12 @@ class _Checker:
                 self.kernel_call(fn, pc, ins, at)
             if isinstance(ins, bc.InvokeDynamicKernel):
                 self.dynamic_call(ins, at)
+        wrong = check_plan(fn)
+        if wrong >= 0:
+            raise self.fail(
+                f"{where}, instruction {wrong}: the memory plan is not the one the bytecode "
+                "gives (a kernel could write over a live tensor)"
+            )
         for pc, ins in enumerate(fn.code):
             if isinstance(ins, bc.InvokeKernel):
                 first = pc - len(ins.outputs)

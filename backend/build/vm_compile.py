@@ -7,11 +7,12 @@ become its first parameters) and for the constructors and operators used as valu
 distinct primitive function is lowered and compiled to a native kernel as `compile_plan`
 does (`lower_kernel`, `name_kernels`, `compile_kernels`); one that cannot be lowered runs
 in the interpreter. A kernel's outputs are allocated by `AllocTensor` with the static
-shapes of its types. A kernel whose inputs have `?` or symbolic dimensions is compiled
-once for all sizes (`lower.dynamic`) and called by `InvokeDynamicKernel`, which binds
-its shape variables from the input shapes and allocates its outputs from the shapes the
-type relations gave in terms of them; one the relations cannot size that way runs in
-the interpreter (`_Program.refused` says why).
+shapes of its types; the memory plan (`vm.memory`) then lets an allocation take the
+storage of a tensor dead in the same basic block. A kernel whose inputs have `?` or
+symbolic dimensions is compiled once for all sizes (`lower.dynamic`) and called by
+`InvokeDynamicKernel`, which binds its shape variables from the input shapes and allocates
+its outputs from the shapes the type relations gave in terms of them; one the relations
+cannot size that way runs in the interpreter (`_Program.refused` says why).
 
 Function bodies are in graph form: an expression node used several times is computed
 once, in the innermost scope (function body, `if` branch, `match` clause) that contains
@@ -68,6 +69,7 @@ from ..codegen import threadpool
 from ..lower.dynamic import DynamicSignature, lower_dynamic
 from ..lower.lower_func import LoweredKernel, LoweringError
 from ..runtime.vm import bytecode as bc
+from ..runtime.vm.memory import plan_function
 from ..runtime.vm.model import VMModel
 from ..target import Target
 from .compile_plan import check_index_range, compile_kernels, lower_kernel, name_kernels
@@ -792,7 +794,7 @@ def compile_vm(
             for t in (low.param_types if low is not None and info.fallback is None else ())
         )
         vm_kernels.append(bc.VMKernel(info.name, info.lifted, inputs, info.fallback))
-    functions = [f for f in program.functions if f is not None]
+    functions = [plan_function(f) for f in program.functions if f is not None]
     assert len(functions) == len(program.functions)
     made = bc.VMProgram(functions, program.globals["main"], program.constants, vm_kernels, params)
     if dump is not None:

@@ -4,6 +4,7 @@ same native kernels as compiled models (`backend.build.vm_compile` makes them).
 * `bytecode`: the instructions (a register machine, one frame per call), `VMFunction`,
   `VMKernel`, `VMProgram`.
 * `executor`: `Executor`, one loop with an explicit frame stack; `VMClosure`.
+* `memory`: the static memory plan inside basic blocks (`AllocTensor.reuse`).
 * `model`: `VMModel` (the `run` API of `CompiledModel`), `VMStats`.
 """
 

@@ -45,11 +45,13 @@ class LoadConst:
 @frozen
 class AllocTensor:
     """`dst` = a fresh, 64-byte aligned tensor of `shape` and numpy dtype `dtype`, for a
-    kernel to write."""
+    kernel to write; when `reuse` >= 0, the storage of the (dead, same byte size) tensor
+    in register `reuse` instead (the block's memory plan, `vm.memory`)."""
 
     dst: int
     shape: tuple[int, ...]
     dtype: np.dtype
+    reuse: int = -1
 
 
 @frozen

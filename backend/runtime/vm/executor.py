@@ -19,6 +19,10 @@ call needs (the ctypes function, per input its register and expected layout, the
 constants' addresses, per output its register, shape and dtype) and the position after the
 `InvokeKernel`; the instructions it covers stay in place, so every jump target keeps its
 meaning. `Executor(..., fuse=False)` runs the bytecode as it is.
+
+Memory: an `AllocTensor` with `reuse` (the block's memory plan, `vm.memory`) takes the
+storage of the dead tensor in that register — as it is when shape and dtype agree, else
+as a view of its first bytes — instead of allocating; `RunCounts` counts both.
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ class KernelCall:
         fn: Callable[..., None],
         inputs: tuple[tuple[int, tuple[int, ...], np.dtype, tuple[int, ...]], ...],
         lifted: tuple[int, ...],
-        allocs: tuple[tuple[int, tuple[int, ...], np.dtype], ...],
+        allocs: tuple[tuple[int, tuple[int, ...], np.dtype, int, bool], ...],
         next_pc: int,
     ) -> None:
         self.fn = fn
@@ -103,14 +107,17 @@ class KernelCall:
 
 class RunCounts:
     """What the last run did: native kernel calls, interpreted kernel or operator calls,
-    and function calls."""
+    function calls, fresh tensor allocations for kernel outputs and outputs placed in the
+    storage of a dead tensor (the memory plan)."""
 
-    __slots__ = ("calls", "interpreted_calls", "native_calls")
+    __slots__ = ("allocations", "calls", "interpreted_calls", "native_calls", "reused")
 
     def __init__(self) -> None:
         self.native_calls = 0
         self.interpreted_calls = 0
         self.calls = 0
+        self.allocations = 0
+        self.reused = 0
 
 
 class Executor:
@@ -163,6 +170,11 @@ class Executor:
         if not self.fuse:
             return code
         fns = self._kernels()
+        layouts_of: dict[int, Any] = {}  # register -> (shape, dtype) of its AllocTensor
+        for ins in original:
+            if type(ins) is AllocTensor:
+                seen = layouts_of.get(ins.dst)
+                layouts_of[ins.dst] = (ins.shape, ins.dtype) if seen is None else ()
         start = 0
         while start < len(code):
             end = start
@@ -182,7 +194,7 @@ class Executor:
                         fns[call.kernel],  # type: ignore[arg-type]
                         tuple((r, *layout) for r, layout in zip(call.inputs, layouts)),
                         self._lifted[call.kernel],
-                        tuple((r, allocated[r].shape, allocated[r].dtype) for r in outputs),
+                        tuple(_alloc_entry(allocated[r], layouts_of) for r in outputs),
                         end + 1,
                     )
             start = end + 1
@@ -239,8 +251,16 @@ class Executor:
                         a = regs[r] = np.require(a, requirements=("C", "A"))
                     ptrs.append(address(a))
                 ptrs.extend(ins.lifted)
-                for r, shape, dtype in ins.allocs:
-                    a = regs[r] = empty(shape, dtype)
+                for r, shape, dtype, donor, same in ins.allocs:
+                    if donor < 0:
+                        a = regs[r] = empty(shape, dtype)
+                        counts.allocations += 1
+                    else:
+                        a = regs[donor]
+                        if not same:
+                            a = np.ndarray(shape, dtype, buffer=a)
+                        regs[r] = a
+                        counts.reused += 1
                     ptrs.append(address(a))
                 ins.fn(*ptrs)
                 counts.native_calls += 1
@@ -263,7 +283,12 @@ class Executor:
                 kernel_fns[k](*ptrs)  # type: ignore[misc]
                 counts.native_calls += 1
             elif kind is AllocTensor:
-                regs[ins.dst] = empty(ins.shape, ins.dtype)
+                if ins.reuse < 0:
+                    regs[ins.dst] = empty(ins.shape, ins.dtype)
+                    counts.allocations += 1
+                else:
+                    regs[ins.dst] = np.ndarray(ins.shape, ins.dtype, buffer=regs[ins.reuse])
+                    counts.reused += 1
             elif kind is InvokeDynamicKernel:
                 self._call_dynamic(ins, regs, kernel_fns, counts)
             elif kind is Move:
@@ -412,6 +437,7 @@ class Executor:
         for r, (shape, dtype) in zip(ins.outputs, shapes):
             out = regs[r] = np.empty(shape, dtype)
             ptrs.append(data_address(out))
+        counts.allocations += len(ins.outputs)
         ptrs.append(data_address(dims_array))
         kernel_fns[k](*ptrs)  # type: ignore[misc]
         counts.native_calls += 1
@@ -444,6 +470,18 @@ class Executor:
             self.last.interpreted_calls += 1
             return self._apply_op(target, None, args, ins)
         raise EvalError.at(ins.span, f"cannot call the value {format_value(target)}")
+
+
+def _alloc_entry(
+    alloc: AllocTensor, layouts_of: dict[int, Any]
+) -> tuple[int, tuple[int, ...], np.dtype, int, bool]:
+    """What a `KernelCall` needs of `alloc`: its register, shape and dtype, the register
+    whose storage it reuses (or -1) and whether that tensor has the same shape and dtype
+    (then it is taken as it is, else viewed with this shape and dtype); `layouts_of` maps
+    a register allocated once to its (shape, dtype), one allocated twice to `()`."""
+    donor = alloc.reuse
+    same = donor >= 0 and layouts_of.get(donor) == (alloc.shape, alloc.dtype)
+    return (alloc.dst, alloc.shape, alloc.dtype, donor, same)
 
 
 def _c_strides(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:

@@ -29,7 +29,8 @@ from .executor import Executor
 class VMStats:
     """Figures of a VM model: the executor (`"vm"`), compile seconds per stage, kernels
     (and how many run in the interpreter), and what its last run did: native kernel calls,
-    interpreted kernel or operator calls, function calls."""
+    interpreted kernel or operator calls, function calls, fresh allocations of kernel
+    outputs and outputs placed in a dead tensor's storage by the memory plan."""
 
     executor: str
     seconds: Mapping[str, float]
@@ -40,6 +41,8 @@ class VMStats:
     calls: int
     workspace_bytes: int = 0
     saved_bytes: int = 0
+    allocations: int = 0
+    reused: int = 0
 
 
 @define
@@ -89,6 +92,8 @@ class VMModel:
             last.native_calls,
             last.interpreted_calls,
             last.calls,
+            allocations=last.allocations,
+            reused=last.reused,
         )
 
     def run(self, *args: Any, out: Any = None, **inputs: Any) -> Any:
