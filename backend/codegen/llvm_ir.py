@@ -8,9 +8,10 @@ recurse in Python. Values of loop-IR variables live in `KernelEmitter.vars`.
 
 Accepted input is the output of `tir.transform.lower_pipeline`: flat (or multi-dimensional,
 flattened here row-major) accesses, `Ramp`/`Broadcast` vectors, `For` loops (SERIAL and
-PARALLEL; VECTORIZED and UNROLLED run as SERIAL and are left to LLVM's vectorizer and
-unroller), `Allocate` with a constant size, `LetStmt`/`Let`, `IfThenElse`, `Select`, casts
-and every intrinsic of `tir.op`.
+PARALLEL; VECTORIZED runs as SERIAL, left to LLVM's vectorizer; UNROLLED runs as SERIAL
+with `llvm.loop.unroll.full` on its latch, so LLVM unrolls it completely), `Allocate` with
+a constant size, `LetStmt`/`Let`, `IfThenElse`, `Select`, casts and every intrinsic of
+`tir.op`.
 
 Loops are emitted rotated (guard, body with the induction phi, latch with `add nsw` and the
 exit test), the shape LLVM's loop vectorizer expects. Pure operations (arithmetic,
@@ -95,6 +96,14 @@ class KernelEmitter:
         slot = self.entry_builder.alloca(ty, name=name)
         slot.align = align
         return slot
+
+    def unroll_full_id(self) -> ir.MDValue:
+        """A new loop ID (`!n = !{!n, !{"llvm.loop.unroll.full"}}`) asking LLVM to unroll
+        the loop whose latch carries it completely."""
+        full = self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.full")])
+        loop_id = ir.values.MDValue(self.module, [full], name=str(len(self.module.metadata)))
+        loop_id.operands = (loop_id, full)  # a loop ID refers to itself (never hashed)
+        return loop_id
 
     def block(self, name: str) -> ir.Block:
         """A new basic block in the current function."""
@@ -363,10 +372,13 @@ class KernelEmitter:
             yield emit_parallel_for(self, s, lo, ext)
             return
         end = self.builder.add(lo, ext, flags=("nsw",))
-        yield self.loop(s.loop_var, lo, end, s.body)
+        yield self.loop(s.loop_var, lo, end, s.body, unroll=s.kind is ts.ForKind.UNROLLED)
 
-    def loop(self, var: tx.Var, begin: ir.Value, end: ir.Value, body: ts.Stmt) -> Step:
-        """`for var in [begin, end): body` as a rotated loop (guard, body, latch)."""
+    def loop(
+        self, var: tx.Var, begin: ir.Value, end: ir.Value, body: ts.Stmt, unroll: bool = False
+    ) -> Step:
+        """`for var in [begin, end): body` as a rotated loop (guard, body, latch); with
+        `unroll`, marked for LLVM to unroll completely (`llvm.loop.unroll.full`)."""
         b = self.builder
         name = var.name or "i"
         body_bb, exit_bb = self.block(f"{name}.body"), self.block(f"{name}.end")
@@ -383,7 +395,9 @@ class KernelEmitter:
             self._numbered.pop()
             self.unbind(var, old)
         nxt = b.add(phi, ir.Constant(begin.type, 1), name=f"{name}.next", flags=("nsw",))
-        b.cbranch(b.icmp_signed("<", nxt, end), body_bb, exit_bb)
+        latch = b.cbranch(b.icmp_signed("<", nxt, end), body_bb, exit_bb)
+        if unroll:
+            latch.set_metadata("llvm.loop", self.unroll_full_id())
         phi.add_incoming(nxt, b.block)
         b.position_at_end(exit_bb)
 

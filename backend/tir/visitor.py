@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import Any
@@ -59,16 +60,65 @@ def _child_fields(cls: type) -> tuple[tuple[str, bool], ...]:
     )
 
 
+_NODE_TYPES = (PrimExpr, Stmt)
+
+ChildrenFn = Callable[[Node], list[Node]]
+_CHILDREN_BY_CLASS: dict[type, ChildrenFn] = {}
+"""The `children` function of each node class seen (`_children_fn`)."""
+
+
+def _no_children(node: Node) -> list[Node]:
+    return []
+
+
+def _children_fn(cls: type) -> ChildrenFn:
+    """`children` for nodes of class `cls`, specialized to its fields (the walks of every
+    loop-IR pass call it once per node, so it is worth a function per class)."""
+    fields = _child_fields(cls)
+    fn: ChildrenFn
+    if not fields:
+        fn = _no_children
+    elif len(fields) == 1 and fields[0][1]:
+        get_many = operator.attrgetter(fields[0][0])
+
+        def fn(node: Node) -> list[Node]:
+            return [v for v in get_many(node) if isinstance(v, _NODE_TYPES)]
+
+    elif len(fields) == 1:
+        get_one = operator.attrgetter(fields[0][0])
+
+        def fn(node: Node) -> list[Node]:
+            v = get_one(node)
+            return [v] if isinstance(v, _NODE_TYPES) else []
+
+    elif not any(many for _, many in fields):
+        get_all = operator.attrgetter(*(name for name, _ in fields))
+
+        def fn(node: Node) -> list[Node]:
+            return [v for v in get_all(node) if isinstance(v, _NODE_TYPES)]
+
+    else:
+
+        def fn(node: Node) -> list[Node]:
+            out: list[Node] = []
+            for name, many in fields:
+                value = getattr(node, name)
+                if many:
+                    out.extend(v for v in value if isinstance(v, _NODE_TYPES))
+                elif isinstance(value, _NODE_TYPES):
+                    out.append(value)
+            return out
+
+    _CHILDREN_BY_CLASS[cls] = fn
+    return fn
+
+
 def children(node: Node) -> list[Node]:
     """The expressions and statements directly inside `node`, in field order."""
-    out: list[Node] = []
-    for name, many in _child_fields(type(node)):  # type: ignore[arg-type]
-        value = getattr(node, name)
-        if many:
-            out.extend(v for v in value if isinstance(v, (PrimExpr, Stmt)))
-        elif isinstance(value, (PrimExpr, Stmt)):
-            out.append(value)
-    return out
+    fn = _CHILDREN_BY_CLASS.get(type(node))
+    if fn is None:
+        fn = _children_fn(type(node))
+    return fn(node)
 
 
 def sub_expressions(root: Node) -> Iterator[Node]:
@@ -81,12 +131,21 @@ def sub_expressions(root: Node) -> Iterator[Node]:
             continue
         seen.add(id(node))
         yield node
-        stack.extend(reversed(children(node)))
+        kids = children(node)
+        if kids:
+            kids.reverse()
+            stack.extend(kids)
 
 
 def with_children(node: Node, new_children: list[Node]) -> Node:
     """`node` with its children replaced (in `children` order); `node` itself if unchanged."""
     return _rebuilt(node, children(node), new_children)
+
+
+@cache
+def _init_fields(cls: type) -> tuple[tuple[str, str], ...]:
+    """(attribute, argument name) of each field `cls.__init__` takes."""
+    return tuple((f.name, f.alias) for f in attrs.fields(cls) if f.init)
 
 
 def _rebuilt(node: Node, old: list[Node], new_children: list[Node]) -> Node:
@@ -101,10 +160,15 @@ def _rebuilt(node: Node, old: list[Node], new_children: list[Node]) -> Node:
     for name, many in _child_fields(type(node)):  # type: ignore[arg-type]
         value = getattr(node, name)
         if many:
-            updates[name] = tuple(next(it) if isinstance(v, (PrimExpr, Stmt)) else v for v in value)
-        elif isinstance(value, (PrimExpr, Stmt)):
+            updates[name] = tuple(next(it) if isinstance(v, _NODE_TYPES) else v for v in value)
+        elif isinstance(value, _NODE_TYPES):
             updates[name] = next(it)
-    return attrs.evolve(node, **updates)
+    # attrs.evolve, without its per-call look-up of the fields
+    kwargs = {
+        alias: updates[name] if name in updates else getattr(node, name)
+        for name, alias in _init_fields(type(node))  # type: ignore[arg-type]
+    }
+    return type(node)(**kwargs)
 
 
 def rewrite_expr(root: Node, fn: Callable[[Node], Node | None]) -> Node:
@@ -250,9 +314,10 @@ def replace_buffers(node: Any, mapping: Mapping[Any, Any]) -> Any:
     return rewrite_expr(node, fn)
 
 
-def fresh_binders(body: Stmt) -> Stmt:
-    """`body` with every variable it binds and every buffer it allocates renamed."""
-    vars_: dict[Var, Var] = {}
+def fresh_binders(body: Stmt, replace: Mapping[Var, PrimExpr] | None = None) -> Stmt:
+    """`body` with every variable it binds and every buffer it allocates renamed (and the
+    free variables in `replace` replaced, in the same walk)."""
+    vars_: dict[Var, Any] = dict(replace) if replace else {}
     buffers: dict[Any, Buffer] = {}
     for n in sub_expressions(body):
         if isinstance(n, (Let, LetStmt)):

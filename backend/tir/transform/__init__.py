@@ -9,18 +9,19 @@ from .flatten import flatten
 from .loop_partition import loop_partition
 from .simplify import simplify
 from .storage_reuse import storage_reuse
-from .unroll import unroll
+from .unroll import unroll, unroll_in_llvm
 from .vectorize import vectorize
 
-PIPELINE = (flatten, simplify, loop_partition, vectorize, unroll, storage_reuse, simplify)
+PIPELINE = (flatten, simplify, loop_partition, vectorize, unroll_in_llvm, storage_reuse, simplify)
 """The passes of `lower_pipeline`, in order."""
 
 
 def lower_pipeline(func: PrimFunc, check: bool = True) -> PrimFunc:
     """`func` (multi-dimensional accesses, any loop kinds) lowered to what code generation
-    accepts: flat accesses, vector expressions, SERIAL/PARALLEL loops, constant-size
-    allocations that share memory where lifetimes allow. Runs flatten, simplify, loop
-    partition, vectorize, unroll, storage reuse and simplify, then `verify` (unless
+    accepts: flat accesses, vector expressions, SERIAL/PARALLEL loops and UNROLLED ones of
+    a constant extent (which LLVM unrolls), constant-size allocations that share memory
+    where lifetimes allow. Runs flatten, simplify, loop partition, vectorize, unroll (in
+    LLVM: `unroll_in_llvm`), storage reuse and simplify, then `verify` (unless
     `check=False`)."""
     for p in PIPELINE:
         func = p(func)
@@ -37,5 +38,6 @@ __all__ = [
     "simplify",
     "storage_reuse",
     "unroll",
+    "unroll_in_llvm",
     "vectorize",
 ]

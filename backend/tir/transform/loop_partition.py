@@ -10,10 +10,11 @@ into a head, a middle where every analysed guard is provably true, and a tail:
       if likely(i < 12):                       A[i] = ...
         A[i] = ...                ==>         (i = 12: the guard is false, the store is gone)
 
-After splitting, the kernel is simplified: with the narrower loop ranges the guards in the
-middle fold to true (and in head or tail they often fold to false). Guards that are not linear
-in the loop variable, or whose truth interval is empty, are left alone. The head and tail copies
-get fresh loop variables.
+After splitting, the parts are simplified (with the ranges of what encloses them; the rest of
+the kernel is left as it came, simplified by the pipeline before): with the narrower loop
+ranges the guards in the middle fold to true (and in head or tail they often fold to false).
+Guards that are not linear in the loop variable, or whose truth interval is empty, are left
+alone. The head and tail copies get fresh loop variables.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from typing import Any
 import attrs
 
 from ..arith import const_bool, const_int_bound, linear_form, simplify
-from ..dtypes import INDEX_DTYPE, is_int
+from ..dtypes import INDEX_DTYPE
 from ..expr import GE, GT, LE, LT, And, Call, IntImm, PrimExpr, Range, Sub, Var
-from ..stmt import For, LetStmt, PrimFunc, Stmt
-from ..visitor import StmtMutator, fresh_binders, make_seq, sub_expressions, substitute
-from .simplify import simplify_stmt
+from ..stmt import For, PrimFunc, Stmt
+from ..visitor import StmtMutator, fresh_binders, make_seq, sub_expressions
+from .simplify import scope_ranges, simplify_stmt
 
 Interval = tuple[float, float]
 
@@ -102,6 +103,7 @@ class _Partitioner(StmtMutator):
         self.saved: list[dict[Var, Any]] = []
         self.copies = 0
         self.count = 0
+        self.in_split = 0  # split loops around the statement being visited
 
     def enter(self, s: Stmt) -> Stmt:
         if not isinstance(s, For) or s.annotations.get("partitioned"):
@@ -115,7 +117,9 @@ class _Partitioner(StmtMutator):
             return s
         ranges = {**self.ranges, s.loop_var: Range(m, e), **_inner_ranges(s.body)}
         # guards that enclosing partitions already decided need no split here
-        guards = [g for g in (simplify(g, ranges) for g in guards) if const_bool(g) is None]
+        open_guards = [g for g in (simplify(g, ranges) for g in guards) if const_bool(g) is None]
+        decided = len(open_guards) < len(guards)  # guards that simplifying removes
+        guards = open_guards
         first, last = m.value, m.value + e.value - 1
         lo, hi = float(first), float(last)
         found = False
@@ -130,40 +134,57 @@ class _Partitioner(StmtMutator):
                 continue
             lo, hi = max(lo, glo), min(hi, ghi)
             found = True
-        if not found or (lo == first and hi == last):
-            return _mark(s)
-        if self.copies + 2 > _MAX_COPIES:
-            return _mark(s)
+        if not found or (lo == first and hi == last) or self.copies + 2 > _MAX_COPIES:
+            # no split; guards decided here (or true throughout) go when simplified
+            return _mark(s, SPLIT if decided or found else True)
         self.copies += 2
         self.count += 1
         mid_lo, mid_hi = int(lo), int(hi)
         parts: list[Stmt] = []
         if mid_lo > first:
             parts.append(_copy(s, first, mid_lo - first))
-        parts.append(_mark(attrs.evolve(s, min=IntImm(mid_lo), extent=IntImm(mid_hi - mid_lo + 1))))
+        middle = attrs.evolve(s, min=IntImm(mid_lo), extent=IntImm(mid_hi - mid_lo + 1))
+        parts.append(_mark(middle, SPLIT))
         if mid_hi < last:
             parts.append(_copy(s, mid_hi + 1, last - mid_hi))
         return make_seq(parts)
 
     def open_scope(self, s: Stmt, index: int) -> None:
         self.saved.append(self.ranges)
+        self.ranges = scope_ranges(s, index, self.ranges)
         if isinstance(s, For):
-            self.ranges = {**self.ranges, s.loop_var: Range(s.min, s.extent)}
-        elif isinstance(s, LetStmt) and is_int(s.value.dtype):
-            self.ranges = {**self.ranges, s.var: const_int_bound(s.value, self.ranges)}
+            self.in_split += _is_split(s)
 
     def close_scope(self, s: Stmt, index: int) -> None:
         self.ranges = self.saved.pop()
+        if isinstance(s, For):
+            self.in_split -= _is_split(s)
+
+    def leave(self, s: Stmt, entered: Stmt) -> Stmt:
+        # The rest of the kernel is as simplified as it came in: only the parts of split
+        # loops (outermost ones, with what encloses them) need simplifying again.
+        if self.in_split == 0 and isinstance(s, For) and _is_split(s):
+            return simplify_stmt(s, self.ranges)
+        return s
 
 
-def _mark(s: For) -> For:
-    return attrs.evolve(s, annotations={**s.annotations, "partitioned": True})
+def _is_split(s: For) -> bool:
+    return s.annotations.get("partitioned") == SPLIT
+
+
+SPLIT = "split"
+"""The `partitioned` annotation of the parts of a split loop and of a loop whose guards
+hold for all its iterations (simplified after the walk); other loops get True."""
+
+
+def _mark(s: For, how: object = True) -> For:
+    return attrs.evolve(s, annotations={**s.annotations, "partitioned": how})
 
 
 def _copy(s: For, start: int, extent: int) -> Stmt:
     var = Var(s.loop_var.name, s.loop_var.dtype)
-    body = substitute(fresh_binders(s.body), {s.loop_var: var})
-    return _mark(For(var, IntImm(start), IntImm(extent), s.kind, body, s.annotations))
+    body = fresh_binders(s.body, {s.loop_var: var})
+    return _mark(For(var, IntImm(start), IntImm(extent), s.kind, body, s.annotations), SPLIT)
 
 
 def _unmark(s: Stmt) -> Stmt:
@@ -184,8 +205,7 @@ def loop_partition(func: PrimFunc) -> PrimFunc:
     body = p.visit(func.body)
     if body is func.body:
         return func
-    body = simplify_stmt(_unmark(body))
-    return attrs.evolve(func, body=body)
+    return attrs.evolve(func, body=_unmark(body))
 
 
 __all__ = ["loop_partition"]

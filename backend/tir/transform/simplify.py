@@ -69,6 +69,21 @@ def _refine(cond: PrimExpr, ranges: dict[Var, Any], positive: bool) -> None:
     ranges[a] = (lo, hi)
 
 
+def scope_ranges(s: Stmt, index: int, ranges: dict[Var, Any]) -> dict[Var, Any]:
+    """The variable ranges inside sub-statement `index` of `s`, given `ranges` around `s`
+    (a new dict when `s` adds facts: a loop's range, an integer let's bounds, what an `if`
+    condition says in either branch; `ranges` itself otherwise)."""
+    if isinstance(s, For):
+        return {**ranges, s.loop_var: Range(s.min, s.extent)}
+    if isinstance(s, LetStmt) and _scalar_int(s.value.dtype):
+        return {**ranges, s.var: const_int_bound(s.value, ranges)}
+    if isinstance(s, IfThenElse):
+        inner = dict(ranges)
+        _refine(s.condition, inner, positive=index == 0)
+        return inner
+    return ranges
+
+
 class _StmtSimplifier(StmtMutator):
     """Simplifies statements top-down with the ranges of enclosing loops and conditions."""
 
@@ -144,13 +159,7 @@ class _StmtSimplifier(StmtMutator):
 
     def open_scope(self, s: Stmt, index: int) -> None:
         self.saved.append(self.ranges)
-        if isinstance(s, For):
-            self.ranges = {**self.ranges, s.loop_var: Range(s.min, s.extent)}
-        elif isinstance(s, LetStmt) and _scalar_int(s.value.dtype):
-            self.ranges = {**self.ranges, s.var: const_int_bound(s.value, self.ranges)}
-        elif isinstance(s, IfThenElse):
-            self.ranges = dict(self.ranges)
-            _refine(s.condition, self.ranges, positive=index == 0)
+        self.ranges = scope_ranges(s, index, self.ranges)
 
     def close_scope(self, s: Stmt, index: int) -> None:
         closing, self.ranges = self.ranges, self.saved.pop()
@@ -201,4 +210,4 @@ def simplify(func: PrimFunc) -> PrimFunc:
     return func if body is func.body else attrs.evolve(func, body=body)
 
 
-__all__ = ["simplify", "simplify_stmt"]
+__all__ = ["scope_ranges", "simplify", "simplify_stmt"]

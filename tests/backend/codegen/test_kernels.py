@@ -575,6 +575,41 @@ def test_lower_pipeline_output_compiles():
     np.testing.assert_allclose(o, np.exp(x) + 1, rtol=1e-6)
 
 
+def test_unrolled_loops_are_left_to_llvm_to_unroll_completely():
+    """An UNROLLED loop (the pipeline keeps them) carries `llvm.loop.unroll.full` on its
+    latch, a SERIAL one does not, and LLVM unrolls it completely: a recurrence of 64
+    steps, too big for LLVM's own full-unroll heuristics, comes out without a loop."""
+    a, out = buf("a", 64, "float32"), buf("out", 64, "float32")
+    k, m = V("k"), V("m")
+    step = out.load(k - 1)
+    for c in range(1, 25):
+        step = step * a.load(k) + float(c)
+    body = tir.SeqStmt(
+        (
+            store(out, a.load(0), tir.const(0)),
+            tir.For(k, 1, 63, tir.ForKind.UNROLLED, store(out, step, k)),
+            loop(m, 64, store(out, out.load(m) * 0.5, m)),
+        )
+    )
+    lib = compile_module([tir.PrimFunc("rec", (a, out), body)])
+    assert lib.llvm_ir_unoptimized.count("llvm.loop.unroll.full") == 1
+    assert lib.llvm_ir_unoptimized.count("!llvm.loop") == 1
+    optimized = lib.llvm_ir.split("define ", 1)[1].split("\n}", 1)[0]
+    assert "llvm.loop.unroll.full" not in lib.llvm_ir
+    assert optimized.count(" phi ") <= 1  # at most the serial loop's induction variable
+    x = arr(np.random.default_rng(3).uniform(0.5, 1.0, 64), "float32")
+    o = zeros(64, "float32")
+    lib.run("rec", x, o)
+    want = np.zeros(64, np.float32)
+    want[0] = x[0]
+    for i in range(1, 64):
+        v = want[i - 1]
+        for c in range(1, 25):
+            v = np.float32(v * x[i] + np.float32(c))
+        want[i] = v
+    np.testing.assert_allclose(o, want * np.float32(0.5), rtol=1e-5)
+
+
 def test_deep_expression_does_not_recurse():
     """A 10,000-deep expression chain compiles at Python's default recursion limit (nested
     on the right: `BinaryOp.dtype` itself recurses down the left operand)."""

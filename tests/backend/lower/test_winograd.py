@@ -13,7 +13,7 @@ from relay.backend.runtime.op_impls import implementation_for
 from relay.backend.te import lower, placeholder
 from relay.backend.tir.expr import Ramp, Select
 from relay.backend.tir.stmt import BufferStore
-from relay.backend.tir.transform import lower_pipeline
+from relay.backend.tir.transform import lower_pipeline, simplify, unroll
 from relay.backend.tir.visitor import sub_expressions
 from relay.lang import get_op
 from relay.lang.opdefs.semantics import winograd_matrices
@@ -147,14 +147,15 @@ def test_tile_grid_makes_whole_vectors(batch, oh, ow, tile):
 
 
 def _lowered_stores(c, h, tile):
-    """The stores of the lowered Winograd kernel of a `c`-channel `h x h` layer, by buffer."""
+    """The stores of the lowered Winograd kernel of a `c`-channel `h x h` layer, by buffer,
+    its unrolled loops unrolled and simplified (as LLVM unrolls and folds them)."""
     xt = placeholder((1, c, h, h), "float32", "x")
     ut = placeholder((tile + 2, tile + 2, c, c), "float32", "u")
     out, _ = apply_compute(
         WINOGRAD, [xt, ut], tile_size=tile, padding=[1, 1, 1, 1], channels=c, kernel_size=[3, 3]
     )
     s, _ = schedule_outputs([out], None)
-    func = lower_pipeline(lower(s, [xt, ut, out], "kernel"))
+    func = simplify(unroll(lower_pipeline(lower(s, [xt, ut, out], "kernel"))))
     stores: dict[str, list[BufferStore]] = {}
     stack = [func.body]
     while stack:

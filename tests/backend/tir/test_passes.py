@@ -13,6 +13,7 @@ from relay.backend.tir.expr import (
     Broadcast,
     BufferLoad,
     FloatImm,
+    IntImm,
     Ramp,
     Var,
     const,
@@ -36,9 +37,11 @@ from relay.backend.tir.transform import (
     simplify,
     storage_reuse,
     unroll,
+    unroll_in_llvm,
     vectorize,
 )
 from relay.backend.tir.transform.storage_reuse import BYTES_SAVED
+from relay.backend.tir.transform.unroll import MAX_UNROLL
 from relay.backend.tir.visitor import sub_expressions
 
 RNG = np.random.default_rng(0)
@@ -390,6 +393,34 @@ def test_unroll_limits():
     assert all(lp.kind is ForKind.SERIAL for lp in _loops(g))
 
 
+def test_unroll_in_llvm_keeps_the_loops_it_can_unroll():
+    """The pipeline's unrolling leaves a constant-extent loop of at most MAX_UNROLL
+    iterations UNROLLED (code generation asks LLVM to unroll it) and makes the others
+    SERIAL, with the same results."""
+    A = tir.decl_buffer((100,), "float32", "A")
+    u, w, n = Var("u"), Var("w"), Var("n")
+    small = For(u, 0, 4, ForKind.UNROLLED, BufferStore(A, A.load(u) + 1.0, [u]))
+    big = For(w, 0, 100, ForKind.UNROLLED, BufferStore(A, A.load(w) * 2.0, [w]))
+    f = PrimFunc("mixed", (A,), seq(small, big))
+    g = unroll_in_llvm(f)
+    _same_results(f, g)
+    assert [lp.kind for lp in _loops(g)] == [ForKind.UNROLLED, ForKind.SERIAL]
+    sym = For(
+        n, 0, 3, ForKind.SERIAL, For(u, 0, n, ForKind.UNROLLED, BufferStore(A, FloatImm(1.0), [u]))
+    )
+    g = unroll_in_llvm(PrimFunc("sym", (A,), sym))
+    assert all(lp.kind is ForKind.SERIAL for lp in _loops(g))
+    # a loop with guarded loads is unrolled here: each copy's guard simplifies on its own
+    guarded = For(
+        u, 0, 4, ForKind.UNROLLED,
+        BufferStore(A, op.if_then_else(u < 2, A.load(u + 1), FloatImm(0.0)), [u]),
+    )  # fmt: skip
+    f = PrimFunc("guarded", (A,), guarded)
+    g = simplify(unroll_in_llvm(f))
+    _same_results(f, g)
+    assert not _loops(g) and "if_then_else" not in astext(g)
+
+
 # ---------------------------------------------------------------------- storage reuse
 
 
@@ -497,8 +528,10 @@ def test_lower_pipeline_end_to_end():
 def test_lower_pipeline_output_is_codegen_normal_form():
     g = lower_pipeline(_three_stages())
     for n in sub_expressions(g.body):
-        if isinstance(n, For):
-            assert n.kind in (ForKind.SERIAL, ForKind.PARALLEL)
+        if isinstance(n, For):  # UNROLLED loops are left to LLVM's unroller
+            assert n.kind in (ForKind.SERIAL, ForKind.PARALLEL, ForKind.UNROLLED)
+            if n.kind is ForKind.UNROLLED:
+                assert isinstance(n.extent, IntImm) and n.extent.value <= MAX_UNROLL
         if isinstance(n, (BufferLoad, BufferStore)):
             assert len(n.indices) == 1
         if isinstance(n, Allocate):
@@ -601,8 +634,10 @@ def test_every_pass_keeps_results_on_random_nests(func):
             np.testing.assert_array_equal(x, y, err_msg=f"after {p.__module__}\n{astext(current)}")
     verify(current)
     for n in sub_expressions(current.body):
-        if isinstance(n, For):
-            assert n.kind in (ForKind.SERIAL, ForKind.PARALLEL)
+        if isinstance(n, For):  # UNROLLED loops are left to LLVM's unroller
+            assert n.kind in (ForKind.SERIAL, ForKind.PARALLEL, ForKind.UNROLLED)
+            if n.kind is ForKind.UNROLLED:
+                assert isinstance(n.extent, IntImm) and n.extent.value <= MAX_UNROLL
         if isinstance(n, (BufferLoad, BufferStore)):
             assert len(n.indices) == 1
 

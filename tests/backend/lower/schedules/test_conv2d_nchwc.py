@@ -250,11 +250,12 @@ def test_random_blocked_convolutions(drawn):
 
 
 def _lowered_depthwise(c_outer, size, k, stride, pad, target):
-    """The lowered TIR text of a depthwise NCHW8c kernel with a bias + clip tail."""
+    """The lowered TIR text of a depthwise NCHW8c kernel with a bias + clip tail, its
+    unrolled loops unrolled and simplified (as LLVM unrolls and folds them)."""
     from relay.backend.lower.lower_func import schedule_outputs
     from relay.backend.te import lower
     from relay.backend.tir.printer import astext
-    from relay.backend.tir.transform import lower_pipeline
+    from relay.backend.tir.transform import lower_pipeline, simplify, unroll
 
     x = placeholder((1, c_outer, size, size, 8), "float32", "x")
     wt = placeholder((c_outer, 1, k, k, 1, 8), "float32", "w")
@@ -267,7 +268,7 @@ def _lowered_depthwise(c_outer, size, k, stride, pad, target):
     out, _ = apply_compute("add", [conv, b])
     out, _ = apply_compute("clip", [out], a_min=0.0, a_max=6.0)
     s, _ = schedule_outputs([out], target)
-    return astext(lower_pipeline(lower(s, [x, wt, b, out], "kernel")))
+    return astext(simplify(unroll(lower_pipeline(lower(s, [x, wt, b, out], "kernel")))))
 
 
 @pytest.mark.parametrize("size,stride", [(56, 2), (59, 2), (36, 2)])
