@@ -31,10 +31,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers
 import relay
+from bench_vs_ort import alternate
 from relay.backend.lower import parallel_plan
 from relay.backend.target import Target, cpu_count
 
@@ -146,22 +145,6 @@ def balance(models: list[str], counts: list[int], show_all: bool) -> int:
 # ----------------------------------------------------------------------------- speed
 
 
-def alternate(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    """Median seconds of each callable, timed in alternating blocks of 5 calls after a
-    short warm-up each."""
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(max(1, repeat // 5)):
-        for key, fn in runs.items():
-            settle = time.perf_counter() + 0.05
-            while time.perf_counter() < settle:
-                fn()
-            for _ in range(5):
-                start = time.perf_counter()
-                fn()
-                times[key].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
-
-
 def speed(models: list[str], counts: list[int], repeat: int) -> None:
     """Time each model at each thread count beside ONNX Runtime (module docstring)."""
     torch, ort = peers.import_torch(quiet=True), peers.import_onnxruntime(quiet=True)
@@ -193,7 +176,7 @@ def speed(models: list[str], counts: list[int], repeat: int) -> None:
                         str(path), options, providers=["CPUExecutionProvider"]
                     )
                     runs["ort"] = lambda s=session, x=data: peers.run_onnxruntime(s, x)
-                got = alternate(runs, repeat)
+                got = alternate(runs, repeat, settle_s=0.05)
                 first = first or got
                 r, o = got["relay"], got.get("ort")
                 ort_ms = f"{o * 1e3:8.3f}" if o else f"{'-':>8}"
@@ -240,7 +223,7 @@ def @main(%x: Tensor[({n},), float32], %y: Tensor[({n},), float32]) {{
         for n in sizes:
             x, y = data[n]
             runs = {t: (lambda m=m, x=x, y=y: m.run(x, y)) for t, m in models[n].items()}
-            got = alternate(runs, repeat)
+            got = alternate(runs, repeat, settle_s=0.05)
             times[n].append((got[1], got[2]))
             speedups[n].append(got[1] / got[2])
     for n in sizes:

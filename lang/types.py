@@ -89,6 +89,20 @@ class TupleType(Type):
     fields: tuple[Type, ...] = field(converter=_types)
 
 
+def leaf_types(ty: Type) -> list[Type]:
+    """The non-tuple parts of `ty`, depth first, left to right (`ty` itself when it is not
+    a tuple)."""
+    out: list[Type] = []
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend(reversed(t.fields))
+        else:
+            out.append(t)
+    return out
+
+
 @define(frozen=True, eq=False)
 class TypeVar(Type):
     """A type parameter, bound by a function's `[A, B]` list; compared by identity."""

@@ -63,7 +63,7 @@ from ...lang.scopes import ScopeTree
 from ...lang.structural import structural_equal, structural_hash
 from ...lang.trampoline import run
 from ...lang.traversal import post_order_by
-from ...lang.types import TensorType, TupleType, Type
+from ...lang.types import TensorType, TupleType, Type, leaf_types
 from ...typecheck.result import ModuleTypes
 from ..codegen import threadpool
 from ..lower.dynamic import DynamicSignature, lower_dynamic
@@ -164,19 +164,6 @@ def _post_order(root: Expr) -> list[Expr]:
     return post_order_by(root, lambda node: [c for c, _ in _scoped_children(node)])
 
 
-def _leaf_types(ty: Type) -> list[Type]:
-    """The non-tuple parts of `ty`, depth first, left to right."""
-    out: list[Type] = []
-    stack = [ty]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, TupleType):
-            stack.extend(reversed(t.fields))
-        else:
-            out.append(t)
-    return out
-
-
 def _is_dynamic(ty: Type) -> bool:
     return isinstance(ty, TensorType) and not all(isinstance(d, int) for d in ty.shape)
 
@@ -267,18 +254,18 @@ class _Program:
                 return k
         k = len(self.kernels)
         param_types = [self.param_type(p) for p in fn.params]
-        if any(_is_dynamic(t) for ty in param_types for t in _leaf_types(ty)):
+        if any(_is_dynamic(t) for ty in param_types for t in leaf_types(ty)):
             self._kernel_index.setdefault(h, []).append(k)
             self.kernels.append(self._dynamic_kernel(fn, param_types, k))
             return k
-        if any(_is_dynamic(t) for t in _leaf_types(self.result_type(fn))):
+        if any(_is_dynamic(t) for t in leaf_types(self.result_type(fn))):
             # static inputs, a dynamic result: only the interpreter knows its size
             self._kernel_index.setdefault(h, []).append(k)
             self.kernels.append(_Kernel(fn, None))
             return k
         lowered = lower_kernel(fn, self.types, k, self.target)
         if lowered is not None and len(lowered.param_types) != sum(
-            len(_leaf_types(self.param_type(p))) for p in fn.params
+            len(leaf_types(self.param_type(p))) for p in fn.params
         ):
             lowered = None
         self._kernel_index.setdefault(h, []).append(k)

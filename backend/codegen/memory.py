@@ -256,7 +256,6 @@ def _const_size(buffer: Buffer) -> int:
 def allocate(em: KernelEmitter, s: ts.Allocate) -> Step:
     """Emit `s`: stack or heap memory for its buffer while its body runs."""
     buf = s.buffer
-    b = em.builder
     if not all(isinstance(d, tx.IntImm) for d in buf.shape):
         yield _allocate_dynamic(em, s)
         return
@@ -271,20 +270,27 @@ def allocate(em: KernelEmitter, s: ts.Allocate) -> Step:
         finally:
             em.unbind(buf.data, old)
         return
-    # `aligned_alloc` (the size is a multiple of the alignment) rather than `posix_memalign`:
-    # LLVM knows its result is fresh memory that aliases nothing, whereas a pointer read
-    # back from `posix_memalign`'s out-parameter may alias any other buffer, which kept a
-    # serial kernel's accumulators from staying in registers.
+    yield _heap_block(em, s, ir.Constant(I64, nbytes))
+
+
+def _heap_block(em: KernelEmitter, s: ts.Allocate, nbytes: ir.Value) -> Step:
+    """Emit `s`'s body with its buffer on the heap: `nbytes` (a multiple of 64) from
+    `aligned_alloc`, freed after the body.
+
+    `aligned_alloc` rather than `posix_memalign`: LLVM knows its result is fresh memory that
+    aliases nothing, whereas a pointer read back from `posix_memalign`'s out-parameter may
+    alias any other buffer, which kept a serial kernel's accumulators from staying in
+    registers."""
     alloc = declare(em.module, "aligned_alloc", PTR, [I64, I64])
     if "noalias" not in alloc.return_value.attributes:
         alloc.return_value.add_attribute("noalias")
     free = declare(em.module, "free", ir.VoidType(), [PTR])
-    ptr = b.call(alloc, [ir.Constant(I64, 64), ir.Constant(I64, nbytes)], name=buf.name)
-    old = em.bind(buf.data, ptr)
+    ptr = em.builder.call(alloc, [ir.Constant(I64, 64), nbytes], name=s.buffer.name)
+    old = em.bind(s.buffer.data, ptr)
     try:
         yield em.stmt(s.body)
     finally:
-        em.unbind(buf.data, old)
+        em.unbind(s.buffer.data, old)
     em.builder.call(free, [ptr])
 
 
@@ -299,14 +305,4 @@ def _allocate_dynamic(em: KernelEmitter, s: ts.Allocate) -> Step:
     b = em.builder
     value = b.add(value, ir.Constant(I64, 64))  # at least one byte, then round down to 64
     value = b.and_(value, ir.Constant(I64, -64))
-    alloc = declare(em.module, "aligned_alloc", PTR, [I64, I64])
-    if "noalias" not in alloc.return_value.attributes:
-        alloc.return_value.add_attribute("noalias")
-    free = declare(em.module, "free", ir.VoidType(), [PTR])
-    ptr = b.call(alloc, [ir.Constant(I64, 64), value], name=buf.name)
-    old = em.bind(buf.data, ptr)
-    try:
-        yield em.stmt(s.body)
-    finally:
-        em.unbind(buf.data, old)
-    em.builder.call(free, [ptr])
+    yield _heap_block(em, s, value)

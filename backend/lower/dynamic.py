@@ -36,7 +36,7 @@ from attrs import frozen
 from ...lang.diagnostics import Error
 from ...lang.expr import Expr, Function, Var
 from ...lang.traversal import post_order, substitute
-from ...lang.types import AnyDim, Dim, ShapeVar, TensorType, TupleType, Type
+from ...lang.types import AnyDim, Dim, ShapeVar, TensorType, TupleType, Type, leaf_types
 from ...typecheck import infer_expr
 from ..target import Target
 from ..tir.buffer import decl_buffer
@@ -113,15 +113,10 @@ def _with_dims(
 
 def _leaves(ty: Type) -> list[TensorType]:
     out: list[TensorType] = []
-    stack = [ty]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, TupleType):
-            stack.extend(reversed(t.fields))
-        elif isinstance(t, TensorType):
-            out.append(t)
-        else:
+    for t in leaf_types(ty):
+        if not isinstance(t, TensorType):
             raise LoweringError(f"a kernel has a value of type {t}, not a tensor")
+        out.append(t)
     return out
 
 

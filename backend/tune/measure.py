@@ -43,7 +43,7 @@ from typing import IO, Any
 import numpy as np
 from attrs import field, frozen
 
-from ...lang.types import TensorType, TupleType, Type
+from ...lang.types import TensorType, TupleType, Type, leaf_types
 from ..target import Target
 from .space import Config
 from .task import Task
@@ -92,15 +92,10 @@ class MeasureResult:
 
 def _flat_types(ty: Type) -> list[TensorType]:
     out: list[TensorType] = []
-    stack = [ty]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, TupleType):
-            stack.extend(reversed(t.fields))
-        elif isinstance(t, TensorType):
-            out.append(t)
-        else:
+    for t in leaf_types(ty):
+        if not isinstance(t, TensorType):
             raise ValueError(f"a kernel parameter of type {t} cannot be measured")
+        out.append(t)
     return out
 
 

@@ -9,7 +9,6 @@ import logging
 import subprocess
 import sys
 import time
-from collections import Counter
 
 import numpy as np
 import pytest
@@ -22,13 +21,10 @@ from relay.driver import build, optimize
 from relay.lang import (
     Call,
     Constant,
-    Function,
-    GlobalVar,
     IRModule,
     Tuple,
     TupleGetItem,
     Var,
-    post_order,
 )
 from relay.lang.op import get_op
 from relay.lang.types import TensorType
@@ -36,31 +32,14 @@ from relay.passes import PassContext, PassError, parse_pipeline, standard_pipeli
 from relay.passes.alter_op_layout import channel_block
 from relay.testing import bind_params, check_pass
 
+from .ir_build import call, calls_of, main, ops_of
+
 RNG = np.random.default_rng(0)
 ROOT = __file__.rsplit("/tests/", 1)[0]
 
 
-def call(name: str, *args, **attrs) -> Call:
-    op = get_op(name)
-    return Call(op, args, op.make_attrs(**attrs) if op.attrs_schema is not None else None)
-
-
 def rand(*shape: int, rng: np.random.Generator = RNG) -> np.ndarray:
     return rng.standard_normal(shape).astype("float32")
-
-
-def main(params, body) -> IRModule:
-    return IRModule({GlobalVar("main"): Function(params, body)})
-
-
-def ops_of(mod: IRModule) -> Counter[str]:
-    return Counter(
-        n.op.name for n in post_order(mod["main"]) if isinstance(n, Call) and hasattr(n.op, "name")
-    )
-
-
-def calls_of(mod: IRModule, name: str) -> list[Call]:
-    return [n for n in post_order(mod["main"]) if isinstance(n, Call) and n.op is get_op(name)]
 
 
 def layouts(mod: IRModule) -> list[tuple[str, str]]:

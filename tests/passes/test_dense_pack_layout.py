@@ -16,33 +16,15 @@ from relay.backend.lower.schedules import dense as dense_schedule
 from relay.backend.runtime import interpret
 from relay.backend.target import Target
 from relay.driver import build
-from relay.lang import Call, Constant, Function, GlobalVar, IRModule, Var, post_order
-from relay.lang.op import get_op
+from relay.lang import Constant, IRModule, Var
 from relay.lang.types import TensorType
 from relay.passes import PassContext
 from relay.passes.dense_pack import GEMV_MAX_ROWS, dense_pack_block
 from relay.testing import check_pass
 
+from .ir_build import call, calls_of, main, ops_of
+
 RNG = np.random.default_rng(0)
-
-
-def call(name: str, *args, **attrs) -> Call:
-    op = get_op(name)
-    return Call(op, args, op.make_attrs(**attrs) if op.attrs_schema is not None else None)
-
-
-def main(params, body) -> IRModule:
-    return IRModule({GlobalVar("main"): Function(params, body)})
-
-
-def ops_of(mod: IRModule) -> Counter[str]:
-    return Counter(
-        n.op.name for n in post_order(mod["main"]) if isinstance(n, Call) and hasattr(n.op, "name")
-    )
-
-
-def calls_of(mod: IRModule, name: str) -> list[Call]:
-    return [n for n in post_order(mod["main"]) if isinstance(n, Call) and n.op is get_op(name)]
 
 
 def rand(*shape: int) -> np.ndarray:

@@ -4,15 +4,13 @@ interpreter is the oracle)."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 import pytest
 import relay
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from relay.backend.runtime import interpret
-from relay.lang import Call, Constant, Function, GlobalVar, If, IRModule, Tuple, Var, post_order
+from relay.lang import Call, Constant, GlobalVar, If, IRModule, Tuple, Var, post_order
 from relay.lang.op import get_op
 from relay.lang.structural import structural_equal
 from relay.lang.types import TensorType
@@ -20,30 +18,13 @@ from relay.passes import PassContext, PassError, parse_pipeline, standard_pipeli
 from relay.passes.merge_dense import merge_dense_function
 from relay.testing import check_pass
 
+from .ir_build import call, calls_of, main, ops_of
+
 RNG = np.random.default_rng(0)
-
-
-def call(name: str, *args, **attrs) -> Call:
-    op = get_op(name)
-    return Call(op, args, op.make_attrs(**attrs) if op.attrs_schema is not None else None)
 
 
 def const(*shape: int, rng: np.random.Generator = RNG) -> Constant:
     return Constant(rng.standard_normal(shape).astype("float32"))
-
-
-def main(params, body) -> IRModule:
-    return IRModule({GlobalVar("main"): Function(params, body)})
-
-
-def ops_of(mod: IRModule) -> Counter[str]:
-    return Counter(
-        n.op.name for n in post_order(mod["main"]) if isinstance(n, Call) and hasattr(n.op, "name")
-    )
-
-
-def calls_of(mod: IRModule, name: str) -> list[Call]:
-    return [n for n in post_order(mod["main"]) if isinstance(n, Call) and n.op is get_op(name)]
 
 
 def run_pass(mod: IRModule, **options) -> IRModule:
