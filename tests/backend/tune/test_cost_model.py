@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import relay
-from relay.backend import te
 from relay.backend.tune.cost_model import (
     CostModel,
     RandomModel,
@@ -25,6 +24,8 @@ from relay.backend.tune.search import FeatureCache
 from relay.backend.tune.space import Config
 from relay.tuning import extract_tasks
 from scipy import stats
+
+from .tune_models import matmul as shared_matmul
 
 DATA = Path(__file__).parent / "data" / "dense512_table.json"
 """Every config of `nn.dense` 512x512x512's space measured once (bench/bench_tune_model.py,
@@ -80,25 +81,9 @@ def test_xgboost_ranks_held_out_measurements(dense_log):
 
 
 def matmul(n: int, ti: int, tj: int, tk: int):
-    """C = A @ B, a (ti x tj) register block accumulated locally, k split by tk."""
-    A = te.placeholder((n, n), "float32", "A")
-    B = te.placeholder((n, n), "float32", "B")
-    r = te.reduce_axis(n, "k")
-    C = te.compute((n, n), lambda i, j: te.sum_(A[i, r] * B[r, j], axis=r), name="C")
-    s = te.create_schedule(C)
-    CL = s.cache_write(C, "local")
-    i, j = s[C].op.axis
-    io, ii = s[C].split(i, factor=ti)
-    jo, ji = s[C].split(j, factor=tj)
-    s[C].reorder(io, jo, ii, ji)
-    s[CL].compute_at(s[C], jo)
-    ci, cj = s[CL].op.axis
-    (k,) = s[CL].op.reduce_axis
-    ko, ki = s[CL].split(k, factor=tk)
-    s[CL].reorder(ko, ki, ci, cj)
-    s[CL].vectorize(cj)
-    s[C].parallel(io)
-    return te.lower(s, [A, B, C], "mm")
+    """C = A @ B, a (ti x tj) register block accumulated locally, k split by tk; only the
+    block's columns vectorized."""
+    return shared_matmul(n, ti, tj, tk, vectorize_columns=False)
 
 
 CONFIGS = [(ti, tj, tk) for ti in (1, 2, 4, 8) for tj in (4, 8, 16, 32) for tk in (1, 2, 4, 8)]

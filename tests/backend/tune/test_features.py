@@ -8,37 +8,14 @@ import math
 
 import numpy as np
 import pytest
-from relay.backend import te, tir
+from relay.backend import tir
 from relay.backend.tune.features import FEATURE_COUNT, FEATURE_NAMES, feature_matrix, tir_features
+
+from .tune_models import matmul
 
 
 def named(vec: np.ndarray) -> dict[str, float]:
     return dict(zip(FEATURE_NAMES, vec.tolist()))
-
-
-def matmul(n: int, ti: int, tj: int, tk: int, vectorize: bool = True, parallel: bool = True):
-    """C = A @ B with a register block (ti x tj) accumulated in a local buffer."""
-    A = te.placeholder((n, n), "float32", "A")
-    B = te.placeholder((n, n), "float32", "B")
-    r = te.reduce_axis(n, "k")
-    C = te.compute((n, n), lambda i, j: te.sum_(A[i, r] * B[r, j], axis=r), name="C")
-    s = te.create_schedule(C)
-    CL = s.cache_write(C, "local")
-    i, j = s[C].op.axis
-    io, ii = s[C].split(i, factor=ti)
-    jo, ji = s[C].split(j, factor=tj)
-    s[C].reorder(io, jo, ii, ji)
-    s[CL].compute_at(s[C], jo)
-    ci, cj = s[CL].op.axis
-    (k,) = s[CL].op.reduce_axis
-    ko, ki = s[CL].split(k, factor=tk)
-    s[CL].reorder(ko, ki, ci, cj)
-    if vectorize:
-        s[CL].vectorize(cj)
-        s[C].vectorize(ji)
-    if parallel:
-        s[C].parallel(io)
-    return te.lower(s, [A, B, C], "mm")
 
 
 def test_fixed_length_and_names():

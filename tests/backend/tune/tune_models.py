@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import relay
+from relay.backend import te
 from relay.tuning import extract_tasks
 
 
@@ -40,3 +41,38 @@ def only_task(mod, params, target=None):
     tasks = extract_tasks(mod, params, target)
     assert len(tasks) == 1, [t.key for t in tasks]
     return tasks[0]
+
+
+def matmul(
+    n: int,
+    ti: int,
+    tj: int,
+    tk: int,
+    vectorize: bool = True,
+    parallel: bool = True,
+    vectorize_columns: bool = True,
+):
+    """C = A @ B with a register block (ti x tj) accumulated in a local buffer, k split by
+    tk; `vectorize` the block (and with `vectorize_columns` the copy-out), `parallel` rows."""
+    A = te.placeholder((n, n), "float32", "A")
+    B = te.placeholder((n, n), "float32", "B")
+    r = te.reduce_axis(n, "k")
+    C = te.compute((n, n), lambda i, j: te.sum_(A[i, r] * B[r, j], axis=r), name="C")
+    s = te.create_schedule(C)
+    CL = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    io, ii = s[C].split(i, factor=ti)
+    jo, ji = s[C].split(j, factor=tj)
+    s[C].reorder(io, jo, ii, ji)
+    s[CL].compute_at(s[C], jo)
+    ci, cj = s[CL].op.axis
+    (k,) = s[CL].op.reduce_axis
+    ko, ki = s[CL].split(k, factor=tk)
+    s[CL].reorder(ko, ki, ci, cj)
+    if vectorize:
+        s[CL].vectorize(cj)
+        if vectorize_columns:
+            s[C].vectorize(ji)
+    if parallel:
+        s[C].parallel(io)
+    return te.lower(s, [A, B, C], "mm")
