@@ -23,7 +23,8 @@ from ....lang.dtype import numpy_dtype
 from ....lang.opdefs.semantics import layout_letters, listed_axes, normalize_axis
 from ....lang.optable import OpTable
 from ....lang.types import AnyDim, TensorType, TupleType, Type
-from ...te.tensor import Tensor, compute, max_reduce, reduce_axis, sum_
+from ...te.limits import min_value
+from ...te.tensor import Tensor, comm_reducer, compute, max_reduce, reduce_axis, sum_
 from ...tir.dtypes import is_float
 from ...tir.expr import (
     ExprLike,
@@ -320,14 +321,50 @@ def prelu(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -> list[Ten
 # ---------------------------------------------------------------------------------- softmax
 
 
+SOFTMAX_MAX_LANES = 8
+"""Lanes of the per-lane partial maxima of a softmax row (`_softmax_max`)."""
+
+
+def _plain_max(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    return select(a > b, a, b)
+
+
+plain_max_reduce = comm_reducer(_plain_max, min_value, "max")
+"""`max` by `a > b` (one vector max instruction; may skip a NaN, see `_softmax_max`)."""
+
+
 def _softmax_max(x: Tensor, axis: int, name: str) -> Tensor:
-    """The maximum of `x` along `axis` (a tensor without `axis`)."""
+    """The maximum of `x` along `axis` (a tensor without `axis`).
+
+    Over a last axis that is a multiple of `SOFTMAX_MAX_LANES` (at least two of them) it is
+    taken per lane first (`{name}_maxpart[..., lane]` over `k = ko * lanes + lane`), then
+    across the lanes, with a plain `a > b` maximum: the lane stage vectorizes to one max
+    instruction per vector, where the NaN-propagating maximum costs five. A plain maximum may
+    skip a NaN, but the row maximum only feeds `x - max`: a NaN element still makes its row
+    all NaN (through the sum of exponentials), as with the NaN-propagating maximum, and
+    ±inf/±0 maxima are the same values."""
     shape = int_shape(x)
     red_shape = _drop(x.shape, axis)
-    k = reduce_axis(shape[axis], "k")
+    n, lanes = shape[axis], SOFTMAX_MAX_LANES
+    if axis != len(shape) - 1 or not isinstance(n, int) or n % lanes or n < 2 * lanes:
+        k = reduce_axis(n, "k")
+        return compute(  # type: ignore[no-any-return]
+            red_shape,
+            lambda *i: max_reduce(x[_insert(i, axis, k.var)], axis=k),
+            f"{name}_maxelem",
+            "comm_reduce",
+        )
+    ko = reduce_axis(n // lanes, "ko")
+    part = compute(
+        [*red_shape, lanes],
+        lambda *i: plain_max_reduce(x[_insert(i[:-1], axis, ko.var * lanes + i[-1])], axis=ko),
+        f"{name}_maxpart",
+        "comm_reduce",
+    )
+    lane = reduce_axis(lanes, "lane")
     return compute(  # type: ignore[no-any-return]
         red_shape,
-        lambda *i: max_reduce(x[_insert(i, axis, k.var)], axis=k),
+        lambda *i: plain_max_reduce(part[_insert(i, axis, lane.var)], axis=lane),
         f"{name}_maxelem",
         "comm_reduce",
     )

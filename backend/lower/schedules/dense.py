@@ -14,6 +14,15 @@ casts around the loads) is computed as a register-blocked micro-kernel:
             acc[mi, v*V : v*V+V] += broadcast(A[m, k]) * Bp[k, v*V : v*V+V]
         out[m, n] = tail(acc[mi, ni])            # bias, relu, ... vectorized
 
+A tail with transcendental calls (GELU's erf, a sigmoid: `EXPENSIVE_TAIL_CALLS`) is not
+applied to each register block as it leaves the registers: the products of the column block
+are stored first (`C[:, no*NB : no*NB+NB]`, 8 KB for 128 rows, in L1), then the tail runs
+over them in one vectorized loop per column block. Measured on the transformer's
+128x2048x512 dense + GELU (1 thread, fastest thread CPU time of 75 calls, alternating):
+7.72 -> 7.51 ms, bit-identical; in the register block's epilogue the tail's long dependency
+chains (erf's polynomials and division) overlap little with the multiply-adds. Few column
+blocks (`parallel_rows`) keep the tail in the register block.
+
 `B` is packed into `[N/NB, K, NB]` (zero-filled past N) inside the kernel when its rows are
 contiguous in k (`dense`'s `(units, k)` weight), so the inner loop reads it as vectors; the
 packing reads the weight once per call, one column block at a time (with the weights bound,
@@ -88,6 +97,7 @@ from . import (
     extents,
     inlined_ops,
     last_stage,
+    stage_order,
     substitute,
 )
 
@@ -401,8 +411,40 @@ def schedule_gemm(
         if parallel:
             st.parallel(outer)
         pack_at, main_at = outer, (mo if mo is not None else outer)
+    _schedule_main(s, main, st, main_at, lanes, knobs)
+    if packed is not None:
+        schedule_pack(s, packed, st, pack_at, lanes, target)
+
+
+EXPENSIVE_TAIL_CALLS = frozenset({"erf", "exp", "tanh", "sigmoid", "log", "pow"})
+"""Intrinsics that make a product's tail run per column block (module docstring)."""
+
+
+def expensive_tail(s: Schedule, host: Tensor, anchor: Tensor) -> bool:
+    """Whether the element-wise stages between `anchor` and its tail output `host` (inlined
+    into `host`, or `host` itself) call one of `EXPENSIVE_TAIL_CALLS`."""
+    from ...tir.expr import Call
+
+    inlined = inlined_ops(s)
+    for op in stage_order([host]):
+        if op is anchor.op or not isinstance(op, ComputeOp):
+            continue
+        if op is not host.op and id(op) not in inlined:
+            continue
+        for body in op.body:
+            if any(isinstance(e, Call) and e.name in EXPENSIVE_TAIL_CALLS
+                   for e in sub_expressions(body)):  # fmt: skip
+                return True
+    return False
+
+
+def _schedule_main(
+    s: Schedule, main: Tensor, at: Any, at_iv: IterVar, lanes: int, knobs: Mapping[str, Any]
+) -> None:
+    """The register block: `main` computed at loop `at_iv` of stage `at`, its reduction
+    outside its rows and column vectors (unrolled), the vectors' lanes vectorized."""
     ms = s[main]
-    ms.compute_at(st, main_at)
+    ms.compute_at(at, at_iv)
     m_axes = list(ms.op.axis)
     (k,) = ms.op.reduce_axis
     cno, cni = ms.split(m_axes[-1], factor=lanes)
@@ -420,8 +462,43 @@ def schedule_gemm(
     if len(ks) == 2:
         ms.unroll(ks[1])
     ms.vectorize(cni)
+
+
+def schedule_gemm_block_tail(
+    s: Schedule,
+    host: Tensor,
+    anchor: Tensor,
+    main: Tensor,
+    packed: Tensor | None,
+    blocking: Blocking,
+    knobs: Mapping[str, Any],
+    target: Target,
+) -> None:
+    """The register-blocked nest with an expensive tail (module docstring): per column block
+    of `host`'s `(*batch, m, n)`, the anchor's products of the block are computed (register
+    blocks of `blocking.mr` rows, `main` in registers) and stored, then `host`'s tail runs
+    over the block, vectorized. `knobs` as `schedule_gemm`'s (not `parallel_rows`)."""
+    lanes, nb, mr = blocking.lanes, blocking.nb, blocking.mr
+    st = s[host]
+    axes = list(st.op.axis)
+    batch = axes[:-2]
+    no, ni = st.split(axes[-1], factor=nb)
+    nio, nii = st.split(ni, factor=lanes)
+    st.reorder(*batch, no, axes[-2], nio, nii)
+    st.vectorize(nii)
+    outer = st.fuse(*batch, no)
+    if knobs["parallel"]:
+        st.parallel(outer)
+    vs = s[anchor]
+    vs.compute_at(st, outer)
+    v_axes = list(vs.op.axis)
+    mo, mi = vs.split(v_axes[-2], factor=mr)
+    vno, vni = vs.split(v_axes[-1], factor=lanes)
+    vs.reorder(*v_axes[:-2], mo, mi, vno, vni)
+    vs.vectorize(vni)
+    _schedule_main(s, main, vs, mo, lanes, knobs)
     if packed is not None:
-        schedule_pack(s, packed, st, pack_at, lanes, target)
+        schedule_pack(s, packed, st, outer, lanes, target)
 
 
 def gemm_defaults(host: Tensor, main: Tensor, blocking: Blocking, target: Target) -> dict[str, Any]:
@@ -606,8 +683,19 @@ def schedule_product(
     if "rows" in config or "vectors" in config:
         mr = int(config.get("rows", blocking.mr))
         blocking = Blocking(mr, int(config.get("vectors", blocking.nb // lanes)) * lanes, lanes)
-    host, parts = install(s, outputs, anchor, "dense.gemm", nb=blocking.nb)
     gemm_knobs = {k: v for k, v in config.items() if k not in ("rows", "vectors")}
+    tail = tail_output(s, outputs, anchor)
+    if tail is not None and tail is not anchor and expensive_tail(s, tail, anchor):
+        parts = replace_anchor(s, anchor, "dense.gemm", nb=blocking.nb)
+        main, packed = parts["main"], parts.get("packed")
+        knobs = {**gemm_defaults(tail, main, blocking, target), **gemm_knobs}
+        if len(tail.shape) >= 2 and not knobs["parallel_rows"]:
+            schedule_gemm_block_tail(s, tail, anchor, main, packed, blocking, knobs, target)
+        else:
+            s[anchor].compute_inline()
+            schedule_gemm(s, tail, main, packed, blocking, target, gemm_knobs)
+        return True
+    host, parts = install(s, outputs, anchor, "dense.gemm", nb=blocking.nb)
     schedule_gemm(s, host, parts["main"], parts.get("packed"), blocking, target, gemm_knobs)
     return True
 
@@ -639,6 +727,7 @@ SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
 SCHEDULES.register("nn.dense", "nn.matmul", "nn.contrib_dense_pack")(DENSE)
 
 __all__ = [
+    "EXPENSIVE_TAIL_CALLS",
     "GEMV_MAX_ROWS",
     "Blocking",
     "Product",
@@ -646,6 +735,7 @@ __all__ = [
     "anchor_view",
     "blocking_rows",
     "choose_blocking",
+    "expensive_tail",
     "fits_registers",
     "gemm_defaults",
     "gemm_rewrite",
@@ -657,6 +747,7 @@ __all__ = [
     "require",
     "schedule_dense",
     "schedule_gemm",
+    "schedule_gemm_block_tail",
     "schedule_gemv",
     "schedule_pack",
     "schedule_product",

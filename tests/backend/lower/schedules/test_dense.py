@@ -254,3 +254,60 @@ def test_dense_layer_tails_against_the_interpreter(m, n, k, tail, bound):
         got = relay.build(module, target=target).run(**arrays)
     assert got.shape == (m, n)
     assert_close(got, want)
+
+
+def _product_with_tail(op, a_shape, b_shape, tail, target=None, **attrs):
+    """`op(a, b)` followed by `tail` ("sigmoid", "erf", "nn.relu"), by the default schedule:
+    (result, reference, trace text)."""
+    a, b = placeholder(a_shape, "float32", "a"), placeholder(b_shape, "float32", "b")
+    prod, pattrs = apply_compute(op, [a, b], **attrs)
+    out, _ = apply_compute(tail, [prod])
+    aa, ba = RNG.normal(size=a_shape).astype("f4"), RNG.normal(size=b_shape).astype("f4")
+    (got,), s = run_default_schedule([a, b], [out], [aa, ba], target)
+    plain = implementation_for(get_op(op))([aa, ba], pattrs)
+    want = implementation_for(get_op(tail))([plain], None)
+    return got, want, trace_text(s)
+
+
+@pytest.mark.parametrize(
+    "m,n,k,tail", [(13, 130, 19, "sigmoid"), (64, 144, 64, "erf"), (7, 250, 5, "sigmoid")]
+)
+def test_expensive_tail_runs_per_column_block(m, n, k, tail):
+    """A tail with a transcendental call is applied per column block of stored products, in
+    its own vectorized loop (sizes no tile divides agree with the reference; at least 8
+    column blocks, so two threads split the column blocks)."""
+    for threads in (1, 2):
+        target = Target(vector_bits=256, num_threads=threads)
+        got, want, text = _product_with_tail("nn.dense", (m, k), (n, k), tail, target, units=n)
+        assert_close(got, want)
+        assert f'compute_at("dense", "{tail}"' in text  # the products stored per block
+        assert 'compute_at("dense_packed", "dense"' in text  # the register block
+        assert f'vectorize("{tail}"' in text
+
+
+def test_cheap_tail_stays_in_the_register_block():
+    target = Target(vector_bits=256, num_threads=1)
+    got, want, text = _product_with_tail(
+        "nn.dense", (13, 30), (40, 30), "nn.relu", target, units=40
+    )
+    assert_close(got, want)
+    assert (
+        'compute_at("dense_packed", "nn.relu"' in text
+        or 'compute_at("dense_packed", "relu"' in text
+    )
+    assert 'compute_at("dense", ' not in text
+
+
+def test_expensive_tail_with_batch_axes_and_few_columns():
+    """batch_matmul with a sigmoid tail (batch axes in the parallel loop); few columns on two
+    threads (row blocks share the parallel loop) keep the tail in the register block."""
+    target = Target(vector_bits=256, num_threads=2)
+    got, want, text = _product_with_tail(
+        "nn.batch_matmul", (3, 29, 17), (3, 50, 17), "sigmoid", target,
+        transpose_a=False, transpose_b=True,
+    )  # fmt: skip
+    assert_close(got, want)
+    assert 'compute_at("batch_matmul", "sigmoid"' in text
+    got, want, text = _product_with_tail("nn.dense", (200, 64), (8, 64), "sigmoid", target, units=8)
+    assert_close(got, want)
+    assert 'compute_at("dense", "sigmoid"' not in text

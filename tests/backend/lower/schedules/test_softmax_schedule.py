@@ -117,3 +117,52 @@ def test_random_shapes_match_the_interpreter(
     op = "nn.log_softmax" if log_form else "nn.softmax"
     x = (np.random.default_rng(axis_seed).standard_normal(shape) * scale).astype("float32")
     check(softmax_fn(shape, axis, op), [x], AVX2_TWO_THREADS)
+
+
+@pytest.mark.parametrize("shape", [(5, 16), (3, 4, 128), (2, 40), (1, 1024)])
+def test_row_max_by_vector_lanes(shape: tuple[int, ...]) -> None:
+    """A last axis that is a multiple of the lanes (at least two vectors) takes its maximum
+    per lane first (a vector max per step), then across the lanes."""
+    for op in ("nn.softmax", "nn.log_softmax"):
+        kernel = check(softmax_fn(shape, -1, op), [rand(*shape)], AVX2_TWO_THREADS)
+        text = astext(kernel.func)
+        assert "softmax_maxpart" in text
+        lines = text.splitlines()
+        step = next(i for i, ln in enumerate(lines) if "softmax_maxpart[" in ln and "select(" in ln)
+        assert any("in vectorized(0, 8)" in ln for ln in lines[step - 2 : step])  # a vector a step
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((5, 8), -1), ((5, 20), -1), ((16, 3), 0)])
+def test_other_rows_keep_one_max(shape: tuple[int, ...], axis: int) -> None:
+    """Rows shorter than two vectors, not a multiple of one, or not the last axis: one max."""
+    kernel = check(softmax_fn(shape, axis), [rand(*shape)], AVX2_TWO_THREADS)
+    assert "maxpart" not in astext(kernel.func)
+
+
+@pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
+def test_plain_max_keeps_nan_and_infinite_rows(op: str) -> None:
+    """The lanes' plain max may skip a NaN, but a row with a NaN anywhere is NaN everywhere,
+    as the interpreter's NaN-propagating max makes it; infinities and signed zeros give the
+    interpreter's values."""
+    x = rand(10, 128)
+    x[0, 5] = np.nan  # a NaN in the first lane block
+    x[1, 127] = np.nan  # in the last step of a lane
+    x[2, 64] = np.nan
+    x[2, 3] = np.inf  # NaN and +inf
+    x[3, :] = np.nan
+    x[4, 9] = np.inf  # +inf alone: NaN where the interpreter gives NaN
+    x[5, :] = -np.inf  # all -inf
+    x[6, :] = 0.0
+    x[6, ::3] = -0.0  # signed zeros
+    x[7, 17] = -np.inf  # one -inf
+    x[8, 0] = np.nan
+    x[8, 1:] = -np.inf
+    kernel = check(softmax_fn((10, 128), -1, op), [x], AVX2_TWO_THREADS)
+    assert "softmax_maxpart" in astext(kernel.func)
+    lib = compile_module([lower_pipeline(kernel.func)])
+    out = aligned_empty((10, 128), "float32")
+    lib.run("kernel", aligned_copy(x), out)
+    for row in (0, 1, 2, 3, 8):
+        assert np.isnan(out[row]).all(), row
+    assert np.isfinite(out[6]).all()
+    assert np.isfinite(np.delete(out[7], 17)).all()  # (log-softmax is -inf at the -inf)
