@@ -1,7 +1,10 @@
-"""int8 kernels against fp32 and the machine's int8 peak, and a quantized ResNet-18.
+"""int8 kernels against fp32 and the machine's int8 peak, and quantized ResNet-18 and
+MobileNet-v2.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_int8.py \\
-        [--size 1024] [--repeat 20] [--threads 2] [--no-resnet] [--no-ort] [--calib 4]
+        [--size 1024] [--repeat 20] [--threads 2] [--models resnet18,mobilenet_v2]
+        [--no-dense] [--no-ort] [--calib 4]
+    ... bench/bench_int8.py --accuracy [--models ...] [--images 64] [--modes kl_divergence]
 
 1. Dense `size`^3: int8 x int8 -> int32 (the tensorized schedule, weights bound so they are
    packed at build time) against fp32 of the same shape, timed in alternating blocks; GOP/s
@@ -9,11 +12,15 @@
    run: a small loop of the instruction the int8 plan uses (`vpmaddwd` on AVX2, `vpdpbusd`
    with VNNI) on 12 independent accumulators, compiled with llvmlite and run on 1 and on
    `threads` threads at once.
-2. ResNet-18 (examples/resnet18.relay, make_weights seed 0): our fp32 build, the model
+2. Each model (examples/NAME.relay, make_weights seed 0): our fp32 build, the model
    quantized by `relay.quantize` (global_scale, calibrated on `calib` seeded images) and
    built, and ONNX Runtime's statically quantized int8 model (`quantize_static`, QDQ,
    int8 weights and activations, same calibration images) of the fp32 export; medians of
    alternating blocks, and the int8 outputs' cosine to fp32.
+3. `--accuracy`: issue 14's table instead of timings: per model and calibration mode, the
+   int8 build's top-1 agreement with the fp32 build over `images` seeded images (other
+   than the calibration ones), the cosine of the logits (final softmax removed) and of the
+   probabilities, and the count of interpreted kernels (0: all compiled natively).
 """
 
 from __future__ import annotations
@@ -186,50 +193,128 @@ def bench_dense(size: int, repeat: int, threads: int) -> None:
     print(f"int8 / fp32 speed (medians): {ratio:.2f}x")
 
 
-# ------------------------------------------------------------------------------ resnet
+# ------------------------------------------------------------------------------ models
+
+MODES = ("global_scale", "kl_divergence", "percentile")
+"""The calibration modes of `relay.quantize`."""
 
 
-def bench_resnet(repeat: int, threads: int, calib: int, use_ort: bool) -> None:
-    from relay.quantize import qconfig, quantize
-
+def load_model(name: str) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
+    """Example `name` (examples/NAME.relay), its input `data` and its weights (make_weights
+    seed 0)."""
     make_weights = peers.load_make_weights()
-    module = relay.parse(Path(make_weights.model_path("resnet18")).read_text())
+    module = relay.parse(Path(make_weights.model_path(name)).read_text())
     weights = make_weights.make_weights(make_weights.main_parameters(module), seed=0)
     data = np.ascontiguousarray(weights["data"])
-    params = {k: v for k, v in weights.items() if k != "data"}
-    rng = np.random.default_rng(7)
-    images = [rng.normal(size=data.shape).astype(np.float32) for _ in range(calib)]
+    return module, data, {k: v for k, v in weights.items() if k != "data"}
+
+
+def images(shape: tuple[int, ...], count: int, seed: int) -> list[np.ndarray]:
+    """`count` seeded standard-normal images of `shape`."""
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=shape).astype(np.float32) for _ in range(count)]
+
+
+def quantize_model(module: Any, params: dict[str, np.ndarray], calib: list[np.ndarray],
+                   mode: str) -> Any:  # fmt: skip
+    """`module` quantized by `relay.quantize` in calibration `mode` over `calib`."""
+    from relay.quantize import qconfig, quantize
+
+    with qconfig(calibrate_mode=mode):
+        return quantize(module, params, [{"data": x} for x in calib])
+
+
+def bench_model(name: str, repeat: int, threads: int, calib: int, use_ort: bool) -> None:
+    """Our fp32 build, our int8 build (global_scale) and ORT's QDQ int8 model of `name`,
+    timed in alternating blocks."""
+    module, data, params = load_model(name)
+    calib_images = images(data.shape, calib, 7)
     target = f"llvm -num-threads={threads}"
     start = time.perf_counter()
     fp32 = relay.build(module, target=target, params=params)
-    print(f"resnet18 fp32: built in {time.perf_counter() - start:.1f} s")
+    print(f"{name} fp32: built in {time.perf_counter() - start:.1f} s")
     start = time.perf_counter()
-    with qconfig(calibrate_mode="global_scale"):
-        realized = quantize(module, params, [{"data": x} for x in images])
-    print(f"resnet18 quantized in {time.perf_counter() - start:.1f} s")
+    realized = quantize_model(module, params, calib_images, "global_scale")
+    print(f"{name} quantized in {time.perf_counter() - start:.1f} s")
     start = time.perf_counter()
     int8 = relay.build(realized, target=target)
-    print(f"resnet18 int8: built in {time.perf_counter() - start:.1f} s")
+    print(f"{name} int8: built in {time.perf_counter() - start:.1f} s, "
+          f"{int8.stats.kernels} kernels, {int8.stats.fallback_kernels} interpreted")  # fmt: skip
     want = np.asarray(fp32.run(data=data)).ravel()
     got = np.asarray(int8.run(data=data)).ravel()
-    cosine = float(np.dot(got, want) / np.linalg.norm(got) / np.linalg.norm(want))
-    print(f"resnet18 int8 vs fp32 output cosine: {cosine:.4f}")
+    print(f"{name} int8 vs fp32 output cosine: {cosine(got, want):.4f}")
     runs: dict[str, Callable[[], Any]] = {
         "relay fp32": lambda: fp32.run(data=data),
         "relay int8": lambda: int8.run(data=data),
     }
     if use_ort:
-        session = _ort_int8(weights, data, images)
+        session = _ort_int8(name, params, data, calib_images)
         if session is not None:
             runs["onnxruntime int8 (QDQ)"] = lambda: session.run(None, {"data": data})
     times = alternate(runs, repeat)
     base = times["relay fp32"][0]
-    print(f"{'resnet18':<24} {'median ms':>10} {'best ms':>9} {'fp32/this':>10}")
+    print(f"{name:<24} {'median ms':>10} {'best ms':>9} {'fp32/this':>10}")
     for key, (med, best) in times.items():
         print(f"{key:<24} {med * 1e3:10.2f} {best * 1e3:9.2f} {base / med:10.2f}")
 
 
-def _ort_int8(weights: dict[str, np.ndarray], data: np.ndarray, images: list[np.ndarray]) -> Any:
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine similarity of two flat arrays."""
+    return float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return np.asarray(e / e.sum())
+
+
+def logits_module(module: Any) -> Any:
+    """`module` without its final `nn.softmax` (the logits), or as it is."""
+    from relay.lang.expr import Call
+    from relay.lang.module import IRModule
+
+    main = module["main"]
+    body = main.body
+    if isinstance(body, Call) and getattr(body.op, "name", "") == "nn.softmax":
+        return IRModule.from_expr(main.replace(body=body.args[0], ret_type=None))
+    return module
+
+
+def accuracy(name: str, modes: list[str], count: int, calib: int, threads: int) -> None:
+    """Issue 14's table for `name`: over `count` seeded images (not the calibration ones),
+    each mode's int8 top-1 agreement with fp32, the cosine of the logits (softmax removed)
+    and of the probabilities, mean and minimum over the images."""
+    module, data, params = load_model(name)
+    module = logits_module(module)
+    target = f"llvm -num-threads={threads}"
+    fp32 = relay.build(module, target=target, params=params)
+    test = images(data.shape, count, 11)
+    want = [np.asarray(fp32.run(data=x)).ravel() for x in test]
+    calib_images = images(data.shape, calib, 7)
+    top = np.sort(np.stack(want), axis=1)
+    gap = float(np.median(top[:, -1] - top[:, -2]))
+    classes = len({int(np.argmax(w)) for w in want})
+    print(f"{name}: fp32 picks {classes} classes over {count} images, median top-2 logit gap"
+          f" {gap:.3f}, logit std {float(np.std(np.stack(want))):.3f}")  # fmt: skip
+    print("| model | mode | top-1 agree | logit cosine mean / min | softmax cosine mean / min |"
+          " interpreted kernels |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- |")
+    for mode in modes:
+        realized = quantize_model(module, params, calib_images, mode)
+        int8 = relay.build(realized, target=target)
+        got = [np.asarray(int8.run(data=x)).ravel() for x in test]
+        agree = sum(int(np.argmax(g) == np.argmax(w)) for g, w in zip(got, want))
+        logit = [cosine(g, w) for g, w in zip(got, want)]
+        soft = [cosine(_softmax(g), _softmax(w)) for g, w in zip(got, want)]
+        print(f"| {name} | {mode} | {agree}/{count} ({100 * agree / count:.0f}%) |"
+              f" {np.mean(logit):.4f} / {np.min(logit):.4f} |"
+              f" {np.mean(soft):.4f} / {np.min(soft):.4f} | {int8.stats.fallback_kernels} |",
+              flush=True)  # fmt: skip
+
+
+def _ort_int8(
+    name: str, weights: dict[str, np.ndarray], data: np.ndarray, images: list[np.ndarray]
+) -> Any:
     torch, ort = peers.import_torch(quiet=True), peers.import_onnxruntime(quiet=True)
     if torch is None or ort is None:
         print("onnxruntime int8: skipped (torch or onnxruntime missing)")
@@ -249,9 +334,9 @@ def _ort_int8(weights: dict[str, np.ndarray], data: np.ndarray, images: list[np.
             return next(self.items, None)
 
     tmp = Path(tempfile.mkdtemp())
-    model = peers.torch_module(torch, "resnet18", weights)
-    fp32_path = peers.export_onnx(torch, model, torch.from_numpy(data), tmp / "resnet18.onnx")
-    int8_path = tmp / "resnet18_int8.onnx"
+    model = peers.torch_module(torch, name, weights)
+    fp32_path = peers.export_onnx(torch, model, torch.from_numpy(data), tmp / f"{name}.onnx")
+    int8_path = tmp / f"{name}_int8.onnx"
     start = time.perf_counter()
     quantize_static(
         str(fp32_path),
@@ -262,6 +347,7 @@ def _ort_int8(weights: dict[str, np.ndarray], data: np.ndarray, images: list[np.
         weight_type=QuantType.QInt8,
     )
     print(f"onnxruntime quantize_static (QDQ, int8): {time.perf_counter() - start:.1f} s")
+    ort.set_default_logger_severity(3)  # not the unused-initializer warning per constant
     return peers.onnxruntime_session(ort, int8_path)
 
 
@@ -271,12 +357,24 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--calib", type=int, default=4)
-    parser.add_argument("--no-resnet", action="store_true")
+    parser.add_argument("--models", default="resnet18,mobilenet_v2",
+                        help="comma-separated examples to time ('' for none)")  # fmt: skip
+    parser.add_argument("--no-dense", action="store_true")
     parser.add_argument("--no-ort", action="store_true")
+    parser.add_argument("--accuracy", action="store_true",
+                        help="print the accuracy table of each model instead of timing")  # fmt: skip
+    parser.add_argument("--images", type=int, default=64)
+    parser.add_argument("--modes", default=",".join(MODES))
     args = parser.parse_args()
-    bench_dense(args.size, args.repeat, args.threads)
-    if not args.no_resnet:
-        bench_resnet(args.repeat, args.threads, args.calib, not args.no_ort)
+    models = [m for m in args.models.split(",") if m]
+    if args.accuracy:
+        for name in models:
+            accuracy(name, args.modes.split(","), args.images, args.calib, args.threads)
+        return 0
+    if not args.no_dense:
+        bench_dense(args.size, args.repeat, args.threads)
+    for name in models:
+        bench_model(name, args.repeat, args.threads, args.calib, not args.no_ort)
     return 0
 
 

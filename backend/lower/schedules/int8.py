@@ -23,10 +23,23 @@ dense `C[m, n] = sum_k A[m, k] * W[n, k]`, with L lanes and G values per lane:
         acc[mi, v*L : +L] = dot(acc[mi, v*L : +L], a[m, ko*G : +G], w[n/L, ko, :, :])
       out[m, n] = tail(acc[mi, ni] - 128 * wsum[n])       # bias, requantize: vectorized
 
-conv2d (NCHW/OIHW, groups 1): the data transposed once to `[N, H', W', C]` (channels last,
-padded), the weight packed `[OC/L, KH, KW, IC/G, L, G]` (folded), the result accumulated for
-a tile of `OWT` columns by `VB` channel vectors over `(kh, kw, ic/G)`, stored channel-blocked
-`res[N, OC/L, OH, OW, L]`, and the tail (requantize) reads it back in NCHW.
+conv2d (NCHW/OIHW, groups 1): the data converted once to `d[N, C/G, H', W', G]` (padded,
+each group of `G` channels interleaved: one pass over `G` contiguous input rows, vectorized
+by LLVM), the weight packed at build time, then one of two forms:
+
+* stride 1 along the width (`_schedule_conv2d_columns`, every 1x1 and stride-1 conv): output
+  columns in the lanes. A register tile of `OCB` channels by `VB` column vectors accumulates
+  `dot(acc, w[oc, kh, kw, ico, :], d[n, ico, oh*sh + kh, ow + kw : +L, :])` over
+  `(kh, kw, ic/G)`, the weight pair (or quad) broadcast and the `L` x `G` data block loaded
+  as it lies; the result `res[N, OC, OH, OW']` is NCHW, so the tail reads contiguous rows.
+  With VNNI the broadcast operand is the signed weight (`vpdpbusd` `s8u8` form).
+* otherwise: output channels in the lanes: a tile of `OWT` columns by `VB` channel vectors
+  over `(kh, kw, ic/G)`, the data group broadcast, the weight `[OC/L, KH, KW, IC/G, L, G]`
+  in the lanes, stored channel-blocked `res[N, OC/L, OH, OW, L]`; the tail reads it back in
+  NCHW with the `L` channels of a block inside each output row (`_schedule_tail`).
+
+Depthwise convs (`groups` = channels) are not tensorized: the depthwise schedule
+(`depthwise.py`) runs them on int8 as on float, widening each tap to int32 in registers.
 """
 
 from __future__ import annotations
@@ -66,6 +79,10 @@ class DotPlan:
 
 
 _FORCED: list[tuple[str, bool]] = []
+
+DEPTHWISE_PAIRS = True
+"""Whether int8 depthwise convs get the tap-pair `vpmaddwd` nest (`int8_depthwise`); else
+the depthwise schedule widens each tap to int32 (for comparisons)."""
 
 
 @contextlib.contextmanager
@@ -315,6 +332,11 @@ def schedule_conv2d_int8(
     from .conv2d import analyze_conv
 
     c = analyze_conv(s[anchor].op)
+    if c is not None and c.groups > 1 and DEPTHWISE_PAIRS:
+        from .int8_depthwise import schedule_depthwise_int8
+
+        portable = bool(_FORCED) and _FORCED[-1][1]
+        return schedule_depthwise_int8(s, outputs, anchor, target, portable)
     if c is None or c.groups != 1 or c.out_dtype != "int32" or len(c.out_shape) != 4:
         return False
     if (c.data_layout, c.kernel_layout, c.out_layout) != ("NCHW", "OIHW", "NCHW"):
@@ -325,17 +347,15 @@ def schedule_conv2d_int8(
     plan = choose_plan(target, x.dtype, wt.dtype)
     if plan is None or 0 in c.out_shape:
         return False
+    if c.strides[1] == 1:
+        _schedule_conv2d_columns(s, outputs, anchor, c, plan, target)
+        return True
     B, IC = (int(getattr(d, "value", 0)) for d in x.shape[:2])
     OC, _, KH, KW = (int(getattr(d, "value", 0)) for d in wt.shape)
     _, _, OH, OW = c.out_shape
-    (sh, sw), (dh, dw) = c.strides, c.dilation
-    L, G = plan.lanes, plan.group
+    L = plan.lanes
     owt, vb = _tile(target, OC, L)
     owt = min(owt, OW)
-    owp = -(-OW // owt) * owt
-    icp = -(-IC // G) * G
-    hp = (OH - 1) * sh + (KH - 1) * dh + 1
-    wp = (owp - 1) * sw + (KW - 1) * dw + 1
     host, parts = install(s, outputs, anchor, "int8.conv2d", kind=plan.kind, owt=owt, vb=vb)
     d, w, acc, res, wsum = parts["d"], parts["w"], parts["acc"], parts["res"], parts.get("wsum")
     rs = s[res]
@@ -356,18 +376,51 @@ def schedule_conv2d_int8(
     ast.unroll(aob)
     ast.unroll(aow)
     ast.tensorize(al, plan.intrinsic)
-    ds = s[d]
-    ds.compute_root()
-    if target.num_threads > 1 and B * hp * wp * icp >= 64 * 1024:
-        ds.parallel(ds.fuse(*ds.op.axis[:2]))
+    _schedule_data(s, d, target)
     s[w].compute_root()
     if wsum is not None:
         s[wsum].compute_root()
     if host is not anchor:
-        from .injective import schedule_injective_stage
-
-        schedule_injective_stage(s, host, target)
+        _schedule_tail(s, host, c.out_shape, L, target)
     return True
+
+
+def _schedule_tail(s: Schedule, host: Tensor, out_shape: Any, lanes: int, target: Target) -> None:
+    """The conv's tail (NCHW, reading the channel-blocked `res`) with the `lanes` channels of
+    one block inside each output row, so that the block's rows of `res` are read from cache
+    by all of them; other shapes get the injective schedule."""
+    from . import parallel_rows, vector_factor
+    from .injective import schedule_injective_stage
+
+    sizes = extents(host.op)
+    if list(sizes) != list(out_shape) or sizes[1] <= lanes:
+        schedule_injective_stage(s, host, target)
+        return
+    st = s[host]
+    b, oc, oh, ow = st.op.axis
+    oco, oci = st.split(oc, factor=lanes)
+    factor = vector_factor(sizes[3], target.lanes(host.dtype))
+    if factor:
+        owo, owi = st.split(ow, factor=factor)
+        st.reorder(b, oco, oh, oci, owo, owi)
+        st.vectorize(owi)
+    else:
+        st.reorder(b, oco, oh, oci, ow)
+    rows = [b, oco, oh]
+    row_sizes = [sizes[0], -(-sizes[1] // lanes), sizes[2]]
+    parallel_rows(st, rows, row_sizes, None, 1, math.prod(sizes), target)
+
+
+def _schedule_data(s: Schedule, d: Tensor, target: Target) -> None:
+    """The data conversion `d[b, ico, h, w, g]` at root: `G` input rows interleaved into
+    one, the group unrolled inside the column loop, which is left to LLVM's loop vectorizer
+    (contiguous loads of each row, widened, interleaved by shuffles into wide stores)."""
+    ds = s[d]
+    ds.compute_root()
+    b, ico, h, _, g = ds.op.axis
+    ds.unroll(g)
+    if target.num_threads > 1 and math.prod(extents(d.op)) >= 64 * 1024:
+        ds.parallel(ds.fuse(b, ico, h))
 
 
 @register_rewrite("int8.conv2d")
@@ -392,12 +445,12 @@ def conv2d_int8_rewrite(op: Any, kind: str, owt: int, vb: int) -> dict[str, Tens
     hp = (OH - 1) * sh + (KH - 1) * dh + 1
     wp = (owp - 1) * sw + (KW - 1) * dw + 1
 
-    def d_body(b: Var, h: Var, w_: Var, ic: Var) -> PrimExpr:
-        hh, ww = h - pt, w_ - pl
+    def d_body(b: Var, ico: Var, h: Var, w_: Var, g: Var) -> PrimExpr:
+        hh, ww, ic = h - pt, w_ - pl, ico * G + g
         inside = all_of(hh >= 0, hh < H, ww >= 0, ww < W, ic < IC)
         return if_then_else(inside, _to_a(plan, x[b, ic, hh, ww]), const(plan.shift, plan.a_dtype))
 
-    d = compute((B, hp, wp, icp), d_body, name=f"{x.name}_nhwc", tag="injective")
+    d = compute((B, icp // G, hp, wp, G), d_body, name=f"{x.name}_nc{G}hwc", tag="injective")
 
     def w_body(ob: Var, kh: Var, kw: Var, ico: Var, lane: Var, g: Var) -> PrimExpr:
         oc, ic = ob * L + lane, ico * G + g
@@ -410,7 +463,7 @@ def conv2d_int8_rewrite(op: Any, kind: str, owt: int, vb: int) -> dict[str, Tens
 
     def acc_body(b: Var, ob: Var, oh: Var, ow: Var, lane: Var) -> PrimExpr:
         hh, ww = oh * sh + rkh.var * dh, ow * sw + rkw.var * dw
-        xv = cast("int32", d[b, hh, ww, rico.var * G + rg.var])
+        xv = cast("int32", d[b, rico.var, hh, ww, rg.var])
         yv = cast("int32", w[ob, rkh.var, rkw.var, rico.var, lane, rg.var])
         return sum_(xv * yv, axis=[rkh, rkw, rico, rg])
 
@@ -430,6 +483,138 @@ def conv2d_int8_rewrite(op: Any, kind: str, owt: int, vb: int) -> dict[str, Tens
 
     def view(b: Var, oc: Var, oh: Var, ow: Var) -> PrimExpr:
         value = res[b, oc // L, oh, ow, oc % L]
+        return value - wsum[oc] if wsum is not None else value
+
+    parts = {"view": anchor_view(op, view), "d": d, "w": w, "acc": acc, "res": res}
+    if wsum is not None:
+        parts["wsum"] = wsum
+    return parts
+
+
+# ------------------------------------------------------------------- conv2d, columns in lanes
+
+
+def _lanes_intrinsic(plan: DotPlan) -> TensorIntrinsic:
+    """`plan`'s intrinsic with the roles swapped: the weight broadcast (`a`), the data in
+    the lanes (`b`): `vpdpbusd` with the signed operand broadcast; `vpmaddwd` as it is."""
+    from ...te import intrinsics_x86 as x86
+
+    if plan.kind == "avx2":
+        return plan.intrinsic
+    swapped = x86.AVX512_VNNI_S8U8 if plan.kind == "avx512_vnni" else x86.AVX_VNNI_S8U8
+    return x86.PORTABLE[swapped.name] if plan.intrinsic.name.endswith("_portable") else swapped
+
+
+def _column_tile(target: Target, out_channels: int, width: int, lanes: int) -> tuple[int, int]:
+    """(channels, vectors) of the register tile of the column form: `channels` x `vectors`
+    accumulators, leaving registers for the data vectors and a broadcast weight."""
+    vecs = max(1, min(3 if _registers(target) >= 32 else 2, -(-width // lanes)))
+    rows = max(1, min(8, out_channels, (_registers(target) - vecs - 2) // vecs))
+    return rows, vecs
+
+
+def _schedule_conv2d_columns(
+    s: Schedule, outputs: list[Tensor], anchor: Tensor, c: Any, plan: DotPlan, target: Target
+) -> None:
+    """The column form of the int8 conv (stride 1 along the width): output columns in the
+    vector lanes, `ocb` output channels (broadcast weights) by `vb` column vectors per
+    register tile, the result in NCHW (`res`), so the requantize tail reads contiguous
+    rows; the data interleaved in channel groups (`_schedule_data`)."""
+    OC = int(getattr(c.weight.shape[0], "value", 0))
+    B, _, OH, OW = c.out_shape
+    L = plan.lanes
+    ocb, vb = _column_tile(target, OC, OW, L)
+    host, parts = install(s, outputs, anchor, "int8.conv2d_columns", kind=plan.kind, ocb=ocb,
+                          vb=vb)  # fmt: skip
+    d, acc, res, wsum = parts["d"], parts["acc"], parts["res"], parts.get("wsum")
+    rs = s[res]
+    rb, roc, roh, row = rs.op.axis
+    oco, oci = rs.split(roc, factor=ocb)
+    owo, owi = rs.split(row, factor=vb * L)
+    rs.reorder(rb, oco, roh, owo, oci, owi)
+    _, owl = rs.split(owi, factor=L)
+    rs.vectorize(owl)
+    KH, KW = (int(getattr(e, "value", 0)) for e in c.weight.shape[2:])
+    IC = int(getattr(c.raw.shape[1], "value", 0))
+    if target.num_threads > 1 and B * OC * OH * OW * KH * KW * IC >= PARALLEL_MIN_WORK:
+        rs.parallel(rs.fuse(rb, oco, roh))
+    ast = s[acc]
+    ast.compute_at(rs, owo)
+    _, aoc, _, aow = ast.op.axis
+    awv, awl = ast.split(aow, factor=L)
+    ast.reorder(*ast.op.reduce_axis[:-1], *ast.op.axis[:3], awv, awl, ast.op.reduce_axis[-1])
+    ast.unroll(aoc)
+    ast.unroll(awv)
+    ast.tensorize(awl, _lanes_intrinsic(plan))
+    _schedule_data(s, d, target)
+    s[parts["w"]].compute_root()
+    if wsum is not None:
+        s[wsum].compute_root()
+    if host is not anchor:
+        from .injective import schedule_injective_stage
+
+        schedule_injective_stage(s, host, target)
+
+
+@register_rewrite("int8.conv2d_columns")
+def conv2d_columns_rewrite(op: Any, kind: str, ocb: int, vb: int) -> dict[str, Tensor]:
+    """The int8 conv2d anchor `op` (stride 1 along the width) in the column form with plan
+    `kind`'s operands, by tiles of `ocb` channels and `vb` column vectors (`"d"`, `"w"`,
+    `"acc"`, `"res"`, and `"wsum"` when the data is shifted)."""
+    from .conv2d import analyze_conv
+
+    c = require(analyze_conv(op), "int8.conv2d_columns", op)
+    x, wt = c.raw, c.weight
+    plan = _plan(kind, x.dtype, False)
+    B, IC, H, W = (int(getattr(e, "value", 0)) for e in x.shape)
+    OC, _, KH, KW = (int(getattr(e, "value", 0)) for e in wt.shape)
+    _, _, OH, OW = c.out_shape
+    (sh, _), (dh, dw) = c.strides, c.dilation
+    pt, pl = c.pads[0][0], c.pads[1][0]
+    L, G = plan.lanes, plan.group
+    ocp = -(-OC // ocb) * ocb
+    owp = -(-OW // (vb * L)) * (vb * L)
+    icp = -(-IC // G) * G
+    hp = (OH - 1) * sh + (KH - 1) * dh + 1
+    wp = owp + (KW - 1) * dw
+
+    def d_body(b: Var, ico: Var, h: Var, w_: Var, g: Var) -> PrimExpr:
+        hh, ww, ic = h - pt, w_ - pl, ico * G + g
+        inside = all_of(hh >= 0, hh < H, ww >= 0, ww < W, ic < IC)
+        return if_then_else(inside, _to_a(plan, x[b, ic, hh, ww]), const(plan.shift, plan.a_dtype))
+
+    d = compute((B, icp // G, hp, wp, G), d_body, name=f"{x.name}_nc{G}hwc", tag="injective")
+
+    def w_body(oc: Var, kh: Var, kw: Var, ico: Var, g: Var) -> PrimExpr:
+        ic = ico * G + g
+        value = cast(plan.b_dtype, wt[oc, ic, kh, kw])
+        return if_then_else(all_of(oc < OC, ic < IC), value, const(0, plan.b_dtype))
+
+    w = compute((ocp, KH, KW, icp // G, G), w_body, name=f"{wt.name}_packed", tag="pack")
+    rkh, rkw = reduce_axis(KH, "kh"), reduce_axis(KW, "kw")
+    rico, rg = reduce_axis(icp // G, "ico"), reduce_axis(G, "g")
+
+    def acc_body(b: Var, oc: Var, oh: Var, ow: Var) -> PrimExpr:
+        wv = cast("int32", w[oc, rkh.var, rkw.var, rico.var, rg.var])
+        xv = cast("int32", d[b, rico.var, oh * sh + rkh.var * dh, ow + rkw.var * dw, rg.var])
+        return sum_(wv * xv, axis=[rkh, rkw, rico, rg])
+
+    acc = compute((B, ocp, OH, owp), acc_body, name=f"{c.op.name}_int8", tag=c.op.tag,
+                  attrs=c.op.attrs)  # fmt: skip
+    res = compute((B, ocp, OH, owp), lambda *i: acc[i], name=f"{c.op.name}_res")
+    wsum = None
+    if plan.shift:
+        ric, rh, rw = reduce_axis(IC, "ic"), reduce_axis(KH, "kh"), reduce_axis(KW, "kw")
+        wsum = compute(
+            (OC,),
+            lambda oc: sum_(
+                cast("int32", wt[oc, ric.var, rh.var, rw.var]) * plan.shift, axis=[ric, rh, rw]
+            ),
+            name=f"{wt.name}_sum",
+        )
+
+    def view(b: Var, oc: Var, oh: Var, ow: Var) -> PrimExpr:
+        value = res[b, oc, oh, ow]
         return value - wsum[oc] if wsum is not None else value
 
     parts = {"view": anchor_view(op, view), "d": d, "w": w, "acc": acc, "res": res}

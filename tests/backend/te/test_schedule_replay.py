@@ -190,6 +190,14 @@ INT8: dict[str, tuple[str, Callable[[], Case]]] = {
         "avx512_vnni",
         lambda: conv2d(1, 8, 6, 7, 20, dtype="int8", out_dtype="int32"),
     ),
+    "int8_conv_strided": (
+        "avx2",
+        lambda: conv2d(1, 5, 9, 9, 12, stride=2, dtype="int8", out_dtype="int32"),
+    ),
+    "int8_depthwise": (
+        "avx2",
+        lambda: conv2d(1, 8, 12, 13, 8, groups=8, dtype="int8", out_dtype="int32"),
+    ),
 }
 
 TARGETS = {"t1": Target.host(1), "t2": Target.host(2)}

@@ -6,6 +6,7 @@ fused in; the VNNI plans compile to `vpdpbusd` for CPUs that have it."""
 from __future__ import annotations
 
 import contextlib
+import re
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -23,6 +24,7 @@ from relay.backend.lower.schedules.int8 import (
 )
 from relay.backend.target import Target
 from relay.backend.te import create_schedule, lower, placeholder
+from relay.backend.tir.printer import astext
 from relay.backend.tir.transform import lower_pipeline
 from relay.testing.compute_check import apply_compute
 
@@ -198,3 +200,90 @@ def test_vnni_plans_compile_to_vpdpbusd(mattr, register, kind):
     lines = [ln for ln in asm.splitlines() if "vpdpbusd" in ln]
     assert lines and all(register in ln for ln in lines)
     assert "vpmaddwd" not in asm
+
+
+DEPTHWISE_TAIL = """#[version = "0.0.5"]
+def @main(%x: Tensor[({b}, {c}, {h}, {w}), {dt}], %k: Tensor[({o}, 1, {kk}, {kk}), int8],
+          %bias: Tensor[({o}, 1, 1), int32]) {{
+  %0 = nn.conv2d(%x, %k, strides=[{s}, {s}], padding=[{p}, {p}, {p}, {p}], groups={c},
+                 channels={o}, kernel_size=[{kk}, {kk}], out_dtype="int32");
+  %1 = add(%0, %bias);
+  %2 = clip(%1, a_min=0f, a_max=6144f);
+  %3 = add(%2, 32);
+  %4 = right_shift(%3, 6);
+  %5 = clip(%4, a_min=-127f, a_max=127f);
+  cast(%5, dtype="int8")
+}}"""
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (1, 5, 9, 11, 1, 3, 1, 1, "int8"),
+        (2, 7, 10, 13, 1, 3, 2, 1, "int8"),
+        (1, 3, 23, 21, 2, 3, 1, 1, "int8"),
+        (1, 6, 7, 7, 1, 5, 2, 2, "uint8"),
+        (1, 9, 37, 35, 1, 3, 1, 1, "uint8"),
+    ],
+    ids=["3x3", "strided-batch2", "multiplier2-wide", "5x5-strided-uint8", "wide-uint8"],
+)
+@pytest.mark.parametrize("plan", ["host", "portable"])
+def test_depthwise_with_requantize_tail_is_exact(shape, plan):
+    """MobileNet's depthwise conv + requantize (bias, relu6 in int32, rounding shift,
+    clip, cast) in one native kernel, exact at -128/127/255 on sizes no vector divides;
+    multiplier 1 runs on tap pairs (`vpmaddwd`, or its portable body), multiplier 2 on
+    the widened depthwise schedule."""
+    b, c, h, w, mult, kk, s, p, dt = shape
+    rng = np.random.default_rng(5)
+    x = extremes(rng, (b, c, h, w), dt)
+    k = extremes(rng, (c * mult, 1, kk, kk), "int8")
+    bias = rng.integers(-3000, 3000, (c * mult, 1, 1)).astype(np.int32)
+    text = DEPTHWISE_TAIL.format(b=b, c=c, h=h, w=w, o=c * mult, kk=kk, s=s, p=p, dt=dt)
+    context = force_plan("avx2", portable=True) if plan == "portable" else None
+    with context or contextlib.nullcontext():
+        model = build_and_compare(text, {"x": x}, {"k": k, "bias": bias}, "host")
+    assert len(model.kernels) == 1 and model.stats.fallback_kernels == 0
+    code = model.library.llvm_ir_unoptimized
+    if mult > 1:
+        assert "pmadd.wd" not in code
+    else:
+        assert ("pmadd.wd" in code) == (plan == "host")
+
+
+def test_depthwise_saturates_both_ways():
+    """All-extreme inputs drive the requantized output to both bounds of the relu6 clip
+    (0 and (6144 + 32) >> 6 = 96)."""
+    c, h, w = 4, 6, 9
+    x = np.full((1, c, h, w), -128, np.int8)
+    x[:, :, ::2] = 127
+    k = np.full((c, 1, 3, 3), -128, np.int8)
+    k[1::2] = 127
+    bias = np.array([0, 0, -(2**20), 2**20], np.int32).reshape(c, 1, 1)
+    text = DEPTHWISE_TAIL.format(b=1, c=c, h=h, w=w, o=c, kk=3, s=1, p=1, dt="int8")
+    mod = relay.parse(text)
+    got = np.asarray(relay.build(mod, params={"k": k, "bias": bias}).run(x=x))
+    want = np.asarray(relay.interpret(mod, x=x, k=k, bias=bias))
+    np.testing.assert_array_equal(got, want)
+    assert got.min() == 0 and got.max() == 96 and len(np.unique(got)) > 2
+
+
+def test_conv2d_data_is_interleaved_in_channel_groups():
+    """The conv's data conversion writes `[N, C/G, H', W', G]`: the group of `G` channels
+    innermost (unrolled) inside the column loop, so each input row is read contiguously
+    (vectorized by LLVM) instead of gathering channels pixel by pixel; a stride-1 conv keeps
+    output columns in the vector lanes, so its result is NCHW as the tail reads it."""
+    target = Target.parse("llvm -mattr=+avx2,-avx512f", num_threads=1)
+    x, k = placeholder((1, 6, 9, 10), "int8", "x"), placeholder((8, 6, 1, 1), "int8", "k")
+    out, _ = apply_compute("nn.conv2d", [x, k], out_dtype="int32")
+    s = create_schedule(out)
+    assert schedule_conv2d_int8(s, [out], out, target)
+    lines = [ln.strip() for ln in astext(lower(s, [x, k, out], "conv")).splitlines()]
+    assert any(ln.startswith("allocate x_nc2hwc: int16[") for ln in lines)
+    loops = [ln for ln in lines if ln.startswith("for ")]
+    first_nest = loops[: next(i for i, ln in enumerate(loops) if "unrolled" in ln) + 1]
+    assert re.fullmatch(r"for w_\w* in serial\(0, \d+\):", first_nest[-2])
+    assert re.fullmatch(r"for g\w* in unrolled\(0, 2\):", first_nest[-1])
+    # stride 1: output columns in the lanes, the result in NCHW (read as it is by the tail)
+    product = next(ln for ln in lines if "tensor.x86.pmaddwd.256(" in ln)
+    assert re.search(r"x_nc2hwc\[[^\]]*ramp\(0, 1, 16\)\]", product)
+    assert any(re.fullmatch(r"conv2d\[(.*)\] = conv2d_res\[\1\]", ln) for ln in lines)
