@@ -228,7 +228,7 @@ STAGES = (
     ("lower", "lowering and scheduling each kernel (TE)"),
     ("fold", "computing the kernels' weight-only stages"),
     ("tir", "the loop-IR passes"),
-    ("tir+opt", "in the compile workers (wall): loop-IR passes, LLVM IR, LLVM optimization"),
+    ("tir+opt", "waiting for the compile workers after lowering (wall): loop-IR passes, LLVM"),
     ("workers.tir", "  loop-IR passes (CPU seconds summed over the workers)"),
     ("workers.llvm-ir", "  building and parsing LLVM IR (CPU, summed)"),
     ("workers.llvm-opt", "  the LLVM O3 pipeline (CPU, summed)"),

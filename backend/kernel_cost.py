@@ -15,8 +15,9 @@ attribute holding the plans of a kernel's parallel loops."""
 @frozen
 class ParallelLoop:
     """The plan of one parallel loop of a kernel (`backend.lower.parallel_plan` decides it):
-    `work` inner iterations in all, `extent` iterations of the parallel loop (after
-    `fused` loops were fused into it), cut into `tasks` chunks run on `threads` threads."""
+    `work` inner iterations in all (weighted: `parallel_plan.work_of`), `extent` iterations
+    of the parallel loop (after `fused` loops were fused into it), cut into `tasks` chunks
+    run on `threads` threads."""
 
     work: int
     extent: int

@@ -48,6 +48,10 @@ alone (0: none), for a model stepping through its kernels; returns the one befor
 BIND_ENV = "RELAY_BIND_THREADS"
 """`RELAY_BIND_THREADS=1` pins the pool's workers to CPUs when the pool starts."""
 
+SPIN_ENV = "RELAY_SPIN_NS"
+"""`RELAY_SPIN_NS=N` sets how long idle workers spin (nanoseconds) before they sleep, when the
+pool starts."""
+
 __all__ = [
     "ALIGN",
     "ARGUMENTS",
@@ -61,6 +65,7 @@ __all__ = [
     "OBJECT_DATA",
     "OUTPUTS",
     "SET_CALL_THREADS",
+    "SPIN_ENV",
     "STAMPS",
     "THREADS",
 ]

@@ -16,12 +16,14 @@ reference interpreter, no options) — then `-key=value` options:
 | `-num-threads=N` | threads the parallel loops use | `parse`'s `num_threads`, else all CPUs |
 | `-vector-bits=N` | SIMD width schedules assume | 512 with `avx512f`, 256 with `avx2`, else 128 |
 | `-l1-bytes=N`, `-l2-bytes=N`, `-l3-bytes=N` | data cache sizes | from sysfs, else defaults |
+| `-bind-threads=1` | pin the pool's workers to CPUs (`threadpool.bind_threads`) | 0: free |
 
 Features named in `-mattr` override the host's; the vector width follows the features.
 `str(target)` prints the kind, the options that differ from what parsing derives on this
-host, and always `-num-threads`. Nothing here reads environment variables: the API and CLI
-edge decide the default thread count (`relay.driver.default_target`). Host facts (CPU name,
-features, cache sizes) are read once per process.
+host, always `-num-threads`, and `-bind-threads=1` when set. Nothing here reads environment
+variables: the API and CLI edge decide the default thread count
+(`relay.driver.default_target`). Host facts (CPU name, features, cache sizes) are read once
+per process.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ LLVM_OPTIONS = (
     "l1-bytes",
     "l2-bytes",
     "l3-bytes",
+    "bind-threads",
 )
 """The options of an `llvm` target, in the order `str` prints them."""
 
@@ -68,7 +71,9 @@ class Target:
 
     `kind` is `llvm` or `interp`; `cpu` the LLVM CPU name and `features` the enabled LLVM
     features (sorted); `vector_bits` the width of one SIMD register, `num_threads` how many
-    threads the parallel loops use, `l1_bytes`/`l2_bytes`/`l3_bytes` the data cache sizes."""
+    threads the parallel loops use, `l1_bytes`/`l2_bytes`/`l3_bytes` the data cache sizes,
+    `bind_threads` whether the pool's workers are pinned to CPUs when a model for it is
+    built or loaded (process-wide: once on, pinning stays on)."""
 
     vector_bits: int = 128
     num_threads: int = field(default=1, validator=validators.ge(1))
@@ -78,6 +83,7 @@ class Target:
     cpu: str = "generic"
     features: tuple[str, ...] = field(default=(), converter=_sorted_features)
     kind: str = field(default="llvm", validator=validators.in_(KINDS))
+    bind_threads: bool = field(default=False, validator=validators.instance_of(bool))
 
     def lanes(self, dtype: str) -> int:
         """Elements of `dtype` in one vector register (bool counts as one byte); at least 1."""
@@ -148,6 +154,11 @@ class Target:
         changes: dict[str, Any] = {
             numbers[k]: _positive(k, v) for k, v in options.items() if k in numbers
         }
+        if "bind-threads" in options:
+            value = options["bind-threads"]
+            if value not in ("0", "1"):
+                raise Error(f"option `-bind-threads` must be 0 or 1, got `{value}`")
+            changes["bind_threads"] = value == "1"
         return attrs.evolve(target, **changes) if changes else target
 
     def __str__(self) -> str:
@@ -169,6 +180,8 @@ class Target:
         for level, value in ((1, self.l1_bytes), (2, self.l2_bytes), (3, self.l3_bytes)):
             if value != getattr(host, f"l{level}_bytes"):
                 parts.append(f"-l{level}-bytes={value}")
+        if self.bind_threads:
+            parts.append("-bind-threads=1")
         return " ".join(parts)
 
     def missing_features(self, available: tuple[str, ...] | None = None) -> list[str]:

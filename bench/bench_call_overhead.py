@@ -13,12 +13,20 @@ Then
 examples/mlp.relay at batch 1 with its weights bound runs beside ONNX Runtime (the
 `.[bench]` extras) in alternating blocks, as bench_vs_ort.py does; without onnxruntime
 that part says how to install it and is skipped.
+
+`--spin [--windows 0,10000,...] [--gaps 0,20,...]` times MLP batch 1 on two threads with
+each spin window of the pool's workers (`threadpool.set_spin_ns`, ns) and each gap of caller
+work between calls (us), to choose `threadpool.SPIN_NS`. `--gaps-inside
+resnet18,transformer_layer,...` traces calls of the example models on two threads and
+prints the gaps between consecutive parallel loops of one call (what the window must cover).
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -108,11 +116,88 @@ def mlp_batch1(repeat: int) -> None:
     )
 
 
+def spin_window(repeat: int, windows: list[int], gaps: list[int]) -> None:
+    """MLP batch 1 (weights bound, two threads: two parallel kernels per call) called with
+    `gap` microseconds of caller work between calls, for each spin window of the pool's
+    workers: median us per call over `repeat` calls per block, blocks alternating between
+    the windows (a window of 0 makes every parallel loop wake its worker)."""
+    module, weights = bench_vs_ort.load("mlp", 1)
+    data = np.ascontiguousarray(weights[bench_vs_ort.INPUT])
+    params = {k: v for k, v in weights.items() if k != bench_vs_ort.INPUT}
+    model = relay.build(module, target="llvm -num-threads=2", params=params)
+    print("mlp b1, 2 threads: " + "; ".join(k.cost.describe_parallel() for k in model.kernels))
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    print(f"{'gap us':>7} " + " ".join(f"{f'spin {w // 1000}us':>12}" for w in windows))
+    for gap in gaps:
+        times: dict[int, list[float]] = {w: [] for w in windows}
+        for _ in range(max(1, repeat // 10)):
+            for w in windows:
+                threadpool.set_spin_ns(w)
+                for k in range(12):
+                    until = time.perf_counter() + gap * 1e-6
+                    while time.perf_counter() < until:
+                        pass
+                    start = time.perf_counter()
+                    model.run(data=data)
+                    if k >= 2:  # the first calls after a change of window settle it
+                        times[w].append(time.perf_counter() - start)
+        cells = " ".join(f"{statistics.median(times[w]) * 1e6:12.1f}" for w in windows)
+        print(f"{gap:>7} {cells}", flush=True)
+    threadpool.set_spin_ns(threadpool.SPIN_NS)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+def loop_gaps(names: list[str], calls: int) -> None:
+    """For each example model built for two threads (weights bound), the pool's trace of
+    `calls` calls, one at a time: the gaps between one parallel loop's end and the next
+    one's start within a call (what a worker waits there: the spin window must cover it
+    for the call not to pay a wake-up per loop), and between calls."""
+    import threads as bench_threads
+
+    for name in names:
+        module, weights = bench_threads.load(name)
+        data = np.ascontiguousarray(weights[bench_vs_ort.INPUT])
+        params = {k: v for k, v in weights.items() if k != bench_vs_ort.INPUT}
+        model = relay.build(module, target="llvm -num-threads=2", params=params)
+        inside: list[float] = []
+        between: list[float] = []
+        last_end = None
+        for _ in range(calls):
+            threadpool.start_trace(1 << 16)
+            model.run(data=data)
+            records, _ = threadpool.stop_trace()
+            loops = np.sort(records[records["worker"] < 0], order="start")
+            if len(loops) == 0:
+                continue
+            if last_end is not None:
+                between.append((loops["start"][0] - last_end) / 1e3)
+            last_end = int(loops["end"][-1])
+            inside += ((loops["start"][1:] - loops["end"][:-1]) / 1e3).tolist()
+        if not inside:
+            print(f"{name:<18} no parallel loops")
+            continue
+        q = np.percentile(inside, [50, 90, 99, 100])
+        print(f"{name:<18} loops/call {len(inside) // calls + 1:>3}; gap inside a call us: "
+              f"median {q[0]:.1f} p90 {q[1]:.1f} p99 {q[2]:.1f} max {q[3]:.1f}; "
+              f"between calls median {statistics.median(between or [0]):.1f}")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--spin", action="store_true", help="measure the spin window")
+    parser.add_argument("--windows", default="0,10000,50000,200000,1000000", help="--spin: ns")
+    parser.add_argument("--gaps", default="0,20,100,500,2000", help="--spin: us between calls")
+    parser.add_argument("--gaps-inside", help="models whose in-call loop gaps to trace")
     args = parser.parse_args()
+    if args.gaps_inside:
+        loop_gaps(args.gaps_inside.split(","), 20)
+        return 0
+    if args.spin:
+        windows = [int(w) for w in args.windows.split(",")]
+        spin_window(args.repeat * 10, windows, [int(g) for g in args.gaps.split(",")])
+        return 0
     overhead(args.calls)
     mlp_batch1(args.repeat)
     return 0

@@ -8,13 +8,13 @@
 
 Default: each model (weights bound with `params=`; `mlp1`/`mlp64` are the MLP at batch 1 and
 64) is built for `llvm -num-threads=N` at N = 1, 2, 4, ... up to the CPUs this process may
-use, and timed beside ONNX Runtime with `intra_op_num_threads=N` in one run (alternating
-blocks, medians): relay ms, ORT ms, their ratio, and each one's speedup over one thread.
-Without torch or onnxruntime only relay is timed.
+use, and timed beside ONNX Runtime with `intra_op_num_threads=N` in one run (blocks of every
+thread count of both runtimes alternating, medians): relay ms, ORT ms, their ratio, and
+each one's speedup over one thread. Without torch or onnxruntime only relay is timed.
 
 `--balance` needs no big machine and is deterministic: it lowers every kernel of the models
 for `-num-threads=N` (no native code) and prints, per kernel with a parallel loop, its work
-(inner iterations) and parallel extent (after fusion) as planned for the most threads, and
+(weighted inner iterations, `parallel_plan.work_of`) and parallel extent (after fusion) as planned for the most threads, and
 at each N the threads used, the tasks and the imbalance (the slowest thread's share over
 the mean, worst claiming order); `!` marks a plan above the grain with imbalance over 1/8,
 `no loop` a kernel whose schedule made no parallel loop at that N (it runs on one thread).
@@ -23,7 +23,7 @@ position. `--all` also lists loops below the grain at every N.
 
 `--grain [--rounds R]` times an elementwise kernel at sizes around the grain on one and on
 two threads (plans forced parallel), R rounds, and prints where two threads start to win in
-each round, to check `parallel_plan.GRAIN_WORK` on this machine (run it when the machine is
+each round, to check `parallel_plan.GRAIN_WORK / ELEMENT_WEIGHT` (the elementwise grain) on this machine (run it when the machine is
 quiet: the load average is printed before and after).
 """
 
@@ -108,7 +108,8 @@ def balance(models: list[str], counts: list[int], show_all: bool) -> int:
     """Print the balance report; returns how many (kernel, N) were unbalanced above the
     grain."""
     bad = 0
-    print(f"grain {parallel_plan.GRAIN_WORK} inner iterations; imbalance limit "
+    print(f"grain {parallel_plan.GRAIN_WORK} (work: weighted inner iterations, "
+          f"parallel_plan.work_of); imbalance limit "
           f"{parallel_plan.MAX_IMBALANCE}")  # fmt: skip
     for name in models:
         module, weights = load(name)
@@ -163,27 +164,28 @@ def speed(models: list[str], counts: list[int], repeat: int) -> None:
                 base = "mlp" if name.startswith("mlp") else name
                 tm = peers.torch_module(torch, base, weights)
                 path = peers.export_onnx(torch, tm, torch.from_numpy(data), Path(tmp) / "m.onnx")
-            first: dict[str, float] = {}
+            runs: dict[str, Callable[[], Any]] = {}
             for n in counts:
                 model = relay.build(module, target=f"llvm -num-threads={n}", params=params)
-                runs: dict[str, Callable[[], Any]] = {
-                    "relay": lambda m=model, x=data: m.run(data=x)
-                }
+                runs[f"relay{n}"] = lambda m=model, x=data: m.run(data=x)
                 if path is not None:
                     options = ort.SessionOptions()
                     options.intra_op_num_threads = n
                     session = ort.InferenceSession(
                         str(path), options, providers=["CPUExecutionProvider"]
                     )
-                    runs["ort"] = lambda s=session, x=data: peers.run_onnxruntime(s, x)
-                got = alternate(runs, repeat, settle_s=0.05)
-                first = first or got
-                r, o = got["relay"], got.get("ort")
+                    runs[f"ort{n}"] = lambda s=session, x=data: peers.run_onnxruntime(s, x)
+            # every thread count of both runtimes in one alternation: the ratios at
+            # different counts are taken under the same load
+            got = alternate(runs, repeat, settle_s=0.05)
+            for n in counts:
+                r, o = got[f"relay{n}"], got.get(f"ort{n}")
                 ort_ms = f"{o * 1e3:8.3f}" if o else f"{'-':>8}"
                 ratio = f"{r / o:6.2f}" if o else f"{'-':>6}"
-                ort_x = f"{first['ort'] / o:6.2f}" if o else f"{'-':>6}"
+                ort_x = f"{got[f'ort{counts[0]}'] / o:6.2f}" if o else f"{'-':>6}"
                 print(f"{name:<18} {n:>3} {r * 1e3:9.3f} {ort_ms} {ratio} "
-                      f"{first['relay'] / r:8.2f} {ort_x}", flush=True)  # fmt: skip
+                      f"{got[f'relay{counts[0]}'] / r:8.2f} {ort_x}", flush=True)  # fmt: skip
+            print(f"  load average {os.getloadavg()[0]:.2f}", flush=True)
 
 
 # ----------------------------------------------------------------------------- grain
@@ -233,7 +235,9 @@ def @main(%x: Tensor[({n},), float32], %y: Tensor[({n},), float32]) {{
         wins = [speedups[n][r] >= 1.05 for n in sizes]
         crossing = next((n for k, n in enumerate(sizes) if all(wins[k:])), None)
         print(f"round {r + 1}: two threads win from {crossing} elements")
-    print(f"load average after: {os.getloadavg()[0]:.2f}; the model's grain: {modelled}")
+    weight = parallel_plan.ELEMENT_WEIGHT
+    print(f"load average after: {os.getloadavg()[0]:.2f}; the model's grain: {modelled} "
+          f"(elementwise, weight {weight}: {-(-modelled // weight)} elements)")  # fmt: skip
 
 
 def main() -> int:

@@ -153,7 +153,7 @@ def load_artifact(path: str | os.PathLike[str], num_threads: int | None = None) 
     except Error as exc:
         raise ArtifactError(f"{path}: the object code cannot be loaded: {exc.message}") from None
     _check_symbols(library, decoded, kernels, path)
-    threadpool.set_num_threads(target.num_threads)
+    threadpool.apply_target(target)
     memory = decoded.memory
     return CompiledModel(
         plan=decoded.plan,
@@ -365,6 +365,9 @@ class _Decoder:
     def target(self, data: Any) -> Target:
         fields: dict[str, Any] = {}
         for name, kind in _TARGET_FIELDS.items():
+            if kind == "bool":  # a flag added after the format: absent means off
+                fields[name] = data.get(name, False) if isinstance(data, dict) else False
+                continue
             value = self.get(data, name, "target")
             where = f"target.{name}"
             if name == "features":

@@ -21,6 +21,7 @@ there and reused by a later build of the same kernels for the same target
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -38,7 +39,7 @@ from ...typecheck.result import ModuleTypes
 from ..codegen import threadpool
 from ..codegen.cache import cache_dir, compile_cached
 from ..codegen.compile import compile_module
-from ..codegen.compile_jobs import compile_functions
+from ..codegen.compile_jobs import KernelStream, compile_functions
 from ..codegen.entry import BufferRef, EntryPlan, KernelCall
 from ..kernel_cost import KernelCost
 from ..lower.cost import describe_kernel, interpreted_cost
@@ -232,6 +233,56 @@ def compile_kernels(
     return library
 
 
+def _compile_lowered(
+    plan: GraphPlan,
+    original: GraphPlan,
+    slots: tuple[Any, Any, MemoryPlan],
+    lowered_by_kernel: dict[int, LoweredKernel],
+    name: str,
+    target: Target,
+    seconds: dict[str, float],
+    dump: dict[str, Any] | None,
+    stream: KernelStream | None,
+) -> tuple[Any, ...]:
+    """`compile_plan` after lowering: fold the weight-only stages into the plan, name the
+    kernels, plan the entry function and compile the library (finishing `stream`, which
+    was given the lowered kernels under their provisional names, when there is one).
+    `slots`: `place_slots(plan)`."""
+    slot_kind, output_slots, memory = slots
+    start = time.perf_counter()
+    plan = fold_into_plan(plan, lowered_by_kernel)
+    if plan is not original:
+        slot_kind, output_slots, memory = place_slots(plan)
+        check_model_fits(plan, memory, sum(c.nbytes for c in plan.constants))
+    seconds["fold"] = time.perf_counter() - start
+    params: list[np.ndarray] = list(plan.constants)
+    # Symbol names carry the plan's digest: the object code commits to the plan it was
+    # compiled for, so loading can tell an edited plan from the one the code expects.
+    prefix = f"{name}_{plan_digest(plan)}"
+    infos, scheduled = name_kernels(plan.kernels, lowered_by_kernel, prefix, params)
+    entry = None
+    if all(i.fallback is None for i in infos):
+        calls = []
+        for st in plan.steps:
+            info = infos[st.kernel]
+            refs = [_ref_for(memory, slot_kind, s) for s in st.inputs]
+            refs += [BufferRef("param", p) for p in info.lifted]
+            refs += [_ref_for(memory, slot_kind, s) for s in st.outputs]
+            calls.append(KernelCall(info.name, tuple(refs)))
+        entry = EntryPlan(f"{prefix}_main", tuple(calls))
+    if stream is not None:
+        provisional = [lowered_by_kernel[k].func.name for k in sorted(lowered_by_kernel)]
+        funcs = [lowered.func for _, lowered in scheduled]
+        renames = dict(zip(provisional, (f.name for f in funcs), strict=True))
+        library: Any = stream.finish(funcs, renames, entry, seconds=seconds)
+        missing = target.missing_features()
+        if missing:
+            library = ForeignLibrary(library.object_code, missing)
+    else:
+        library = compile_kernels(scheduled, entry, name, target, seconds, dump)
+    return plan, slot_kind, output_slots, memory, infos, params, entry, library
+
+
 def compile_plan(
     plan: GraphPlan,
     target: Target | None = None,
@@ -263,35 +314,30 @@ def compile_plan(
     start = time.perf_counter()
     weights = constant_params(plan) if fold_weights else {}
     lowered_by_kernel: dict[int, LoweredKernel] = {}
-    for k, fn in enumerate(plan.kernels):
-        config = configs(fn, weights.get(k)) if configs is not None else None
-        lowered = lower_kernel(fn, types, k, target, weights.get(k), config)
-        if lowered is not None:
-            lowered_by_kernel[k] = lowered
-    seconds["lower"] = time.perf_counter() - start
-    start = time.perf_counter()
-    plan = fold_into_plan(plan, lowered_by_kernel)
-    if plan is not original:
-        slot_kind, output_slots, memory = place_slots(plan)
-        check_model_fits(plan, memory, sum(c.nbytes for c in plan.constants))
-    seconds["fold"] = time.perf_counter() - start
-    params: list[np.ndarray] = list(plan.constants)
-    # Symbol names carry the plan's digest: the object code commits to the plan it was
-    # compiled for, so loading can tell an edited plan from the one the code expects.
-    prefix = f"{name}_{plan_digest(plan)}"
-    infos, scheduled = name_kernels(plan.kernels, lowered_by_kernel, prefix, params)
-    entry = None
-    if all(i.fallback is None for i in infos):
-        calls = []
-        for st in plan.steps:
-            info = infos[st.kernel]
-            refs = [_ref_for(memory, slot_kind, s) for s in st.inputs]
-            refs += [BufferRef("param", p) for p in info.lifted]
-            refs += [_ref_for(memory, slot_kind, s) for s in st.outputs]
-            calls.append(KernelCall(info.name, tuple(refs)))
-        entry = EntryPlan(f"{prefix}_main", tuple(calls))
-    library = compile_kernels(scheduled, entry, name, target, seconds, dump)
-    threadpool.set_num_threads(target.num_threads)
+    # Without dumps or the cache, kernels go to the compile workers as they are lowered.
+    stream = KernelStream(name, target) if dump is None and cache_dir() is None else None
+    with stream if stream is not None else contextlib.nullcontext():
+        for k, fn in enumerate(plan.kernels):
+            config = configs(fn, weights.get(k)) if configs is not None else None
+            lowered = lower_kernel(fn, types, k, target, weights.get(k), config)
+            if lowered is not None:
+                lowered_by_kernel[k] = lowered
+                if stream is not None:
+                    stream.add(lowered.func)
+        seconds["lower"] = time.perf_counter() - start
+        compiled = _compile_lowered(
+            plan,
+            original,
+            (slot_kind, output_slots, memory),
+            lowered_by_kernel,
+            name,
+            target,
+            seconds,
+            dump,
+            stream,
+        )
+    plan, slot_kind, output_slots, memory, infos, params, entry, library = compiled
+    threadpool.apply_target(target)
     stats = CompileStats(
         seconds,
         len(infos),

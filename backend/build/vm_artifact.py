@@ -315,7 +315,7 @@ def load_vm_artifact(path: str | os.PathLike[str], num_threads: int | None = Non
                 f"{path}: the object code cannot be loaded: {exc.message}"
             ) from None
         _check_kernels(program, outputs, library, path)
-    threadpool.set_num_threads(target.num_threads)
+    threadpool.apply_target(target)
     reason = meta.get("reason", "")
     return VMModel(
         program,

@@ -767,7 +767,7 @@ def compile_vm(
     library = None
     if scheduled:
         library = compile_kernels(scheduled, None, name, target, seconds, dump)
-    threadpool.set_num_threads(target.num_threads)
+    threadpool.apply_target(target)
     vm_kernels = []
     for k, info in enumerate(infos):
         low = program.kernels[k].lowered

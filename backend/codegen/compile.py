@@ -23,7 +23,7 @@ import ctypes
 import json
 import struct
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -290,12 +290,15 @@ def link_parts(
     target: Target | None = None,
     profiled: bool = True,
     seconds: Seconds | None = None,
+    renames: Mapping[str, str] | None = None,
 ) -> CompiledLibrary:
     """The library of kernels `funcs` whose code is in `parts` (`kernel_bitcode` of a
     share of them each; `funcs` give the kernels' names and signatures), with `entry`
     (and its profiling twin unless `profiled` is false) and the manifest: the same library
     `compile_module(funcs, ...)` makes, as ONE object file. The entry module is optimized
-    on its own, then the parts are linked into it. Stage times are added to `seconds`."""
+    on its own, then the parts are linked into it. `renames` maps names the parts' kernels
+    were compiled under (without dots) to their names in `funcs`: each kernel's functions
+    (`k`, `k.par0`, ...) are renamed before linking. Stage times are added to `seconds`."""
     _check_names(funcs)
     with timed(seconds, "link"):
         module = _new_module(name)
@@ -303,12 +306,25 @@ def link_parts(
         text = str(module)
         ref = _parsed(text, optimize, target)
         for part in parts:
-            ref.link_in(llvm.parse_bitcode(part))
+            ref.link_in(_renamed(llvm.parse_bitcode(part), renames or {}))
     defined = {f.name for f in ref.functions if not f.is_declaration}
     missing = [f.name for f in funcs if f.name not in defined]
     if missing:
         raise CodegenError(f"no part of the library defines {', '.join(missing)}")
     return _library(ref, manifest, text, target, seconds)
+
+
+def _renamed(part: llvm.ModuleRef, renames: Mapping[str, str]) -> llvm.ModuleRef:
+    """`part` with each function defined under a name of `renames` (or `name.suffix`)
+    renamed to the new name (with the same suffix)."""
+    if renames:
+        for fn in part.functions:
+            if not fn.is_declaration:
+                base, dot, rest = fn.name.partition(".")
+                new = renames.get(base)
+                if new is not None:
+                    fn.name = new + dot + rest
+    return part
 
 
 def undefined_symbols(object_code: bytes) -> list[str]:

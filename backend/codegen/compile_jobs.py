@@ -12,7 +12,8 @@ target machine as in-process); the parent links the parts into the module of the
 function and the manifest and emits ONE object file (`compile.link_parts`), so the
 library, its artifact and `load_library` are the same as when compiled in one piece. (The
 one difference: the entry function is optimized without the kernels' bodies, so no small
-kernel is inlined into it.)
+kernel is inlined into it.) `KernelStream` does the same for kernels handed over while they
+are still being lowered, so the workers start before the last kernel is lowered.
 
 When it runs in parallel: with more than one CPU, and when the kernels' estimated size is at
 least `PARALLEL_MIN_SIZE` (a convnet, not an MLP: below that, starting workers costs more
@@ -33,9 +34,11 @@ next build starts fresh workers.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import pickle
+import queue
 import signal
 import struct
 import subprocess
@@ -43,7 +46,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from ...lang.diagnostics import Error
@@ -184,9 +187,7 @@ def compile_functions(
         return compile_functions(funcs, entry, name, target, profiled, seconds, jobs=1)
     replies = run_in_workers(min(n, len(groups)), tasks)
     seconds["tir+opt"] = time.perf_counter() - start
-    for _, part_seconds in replies:
-        for stage, s in part_seconds.items():
-            seconds[f"workers.{stage}"] = seconds.get(f"workers.{stage}", 0.0) + s
+    _add_worker_seconds(seconds, replies)
     start = time.perf_counter()
     parts = [bitcode for bitcode, _ in replies]
     library = link_parts(
@@ -194,6 +195,143 @@ def compile_functions(
     )
     seconds["codegen"] = time.perf_counter() - start
     return library
+
+
+STREAM_SHARE_SIZE = 8_000
+"""The estimated size of a share `KernelStream` sends while kernels are still being lowered
+(ResNet-18's ~110,000 make about 14 shares)."""
+
+
+class KernelStream:
+    """Kernels handed to the compile workers as they are lowered, so that the workers'
+    loop-IR passes and LLVM overlap the lowering of the next kernels (on two cores the
+    second one is otherwise idle while the parent lowers):
+
+        with KernelStream(name, target) as stream:
+            for func in lowered_kernels:          # provisional names, without dots
+                stream.add(func)
+            library = stream.finish(funcs, renames, entry)   # final names
+
+    Kernels are buffered until their estimated size reaches `PARALLEL_MIN_SIZE` (below it
+    `finish` compiles in-process, as `compile_functions` does); from then on a share is
+    sent whenever `STREAM_SHARE_SIZE` of kernels wait, and `finish` sends the rest largest
+    first, links the parts (renaming each kernel's functions from its provisional name to
+    its final one) and emits one object file, as `compile_functions` does. The shares depend
+    only on the kernels and their order, never on timing, so builds stay deterministic.
+    Leaving the `with` block without `finish` (an error while lowering) stops the workers."""
+
+    def __init__(self, name: str, target: Target | None) -> None:
+        self.name = name
+        self.target = target
+        self.funcs: list[PrimFunc] = []
+        self.sizes: list[int] = []
+        self.waiting: list[int] = []
+        self.sent = 0
+        self.batch: _Batch | None = None
+        self.unpicklable = False
+
+    def __enter__(self) -> KernelStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.batch is not None:  # not finished: nobody will read the answers
+            batch, self.batch = self.batch, None
+            try:
+                batch.pool.stop()
+                with contextlib.suppress(Exception):  # the stopped workers
+                    batch.close()
+            finally:
+                _lock.release()
+
+    def add(self, func: PrimFunc) -> None:
+        """Hand over one more kernel (before `lower_pipeline`)."""
+        self.funcs.append(func)
+        self.sizes.append(kernel_size(func))
+        self.waiting.append(len(self.funcs) - 1)
+        if self.batch is None:
+            n = worker_count([PARALLEL_MIN_SIZE] * MAX_JOBS) if self._big() else 1
+            if n <= 1:
+                return
+            _lock.acquire()
+            try:
+                pool = _pool()
+                pool.grow(n)
+                self.batch = _Batch(pool, n)
+            except BaseException:
+                _lock.release()
+                raise
+        self._send(final=False)
+
+    def _big(self) -> bool:
+        return sum(self.sizes) >= PARALLEL_MIN_SIZE
+
+    def _send(self, final: bool) -> None:
+        """Send the waiting kernels in shares of about `STREAM_SHARE_SIZE` (before the
+        last kernel, a share not yet full keeps waiting)."""
+        assert self.batch is not None
+        total = sum(self.sizes[k] for k in self.waiting)
+        if self.unpicklable or (not final and total < STREAM_SHARE_SIZE):
+            return
+        count = max(1, -(-total // STREAM_SHARE_SIZE) if final else total // STREAM_SHARE_SIZE)
+        groups = shares([self.sizes[k] for k in self.waiting], count)
+        keep: list[int] = []
+        if not final and sum(self.sizes[self.waiting[i]] for i in groups[-1]) < STREAM_SHARE_SIZE:
+            keep = [self.waiting[i] for i in groups.pop()]
+        for group in groups:
+            funcs = [self.funcs[self.waiting[i]] for i in group]
+            task = _pickled([(funcs, f"{self.name}.part{self.sent}", self.target)])
+            if task is None:  # a value that does not pickle: `finish` compiles here
+                self.unpicklable = True
+                return
+            self.batch.submit(self.sent, task[0])
+            self.sent += 1
+        self.waiting = keep
+
+    def finish(
+        self,
+        funcs: Sequence[PrimFunc],
+        renames: Mapping[str, str],
+        entry: EntryPlan | None = None,
+        profiled: bool = True,
+        seconds: dict[str, float] | None = None,
+    ) -> CompiledLibrary:
+        """The library of the added kernels, named as in `funcs` (the added kernels with
+        their final names; `renames` maps each provisional name to its final one) with
+        `entry`; stage times go into `seconds` as in `compile_functions` (`tir+opt` is the
+        wait for the workers after the last kernel was added)."""
+        seconds = seconds if seconds is not None else {}
+        if self.batch is None:
+            return compile_functions(funcs, entry, self.name, self.target, profiled, seconds)
+        start = time.perf_counter()
+        self._send(final=True)
+        batch, self.batch = self.batch, None
+        try:
+            replies = batch.close()
+        finally:
+            _lock.release()
+        if self.unpicklable:
+            return compile_functions(funcs, entry, self.name, self.target, profiled, seconds, 1)
+        seconds["tir+opt"] = time.perf_counter() - start
+        _add_worker_seconds(seconds, replies)
+        start = time.perf_counter()
+        library = link_parts(
+            [bitcode for bitcode, _ in replies],
+            funcs,
+            entry,
+            self.name,
+            target=self.target,
+            profiled=profiled,
+            seconds=seconds,
+            renames=renames,
+        )
+        seconds["codegen"] = time.perf_counter() - start
+        return library
+
+
+def _add_worker_seconds(seconds: dict[str, float], replies: Sequence[Part]) -> None:
+    for _, part_seconds in replies:
+        for stage, s in part_seconds.items():
+            seconds[f"workers.{stage}"] = seconds.get(f"workers.{stage}", 0.0) + s
 
 
 def _pickled(tasks: Sequence[Any]) -> list[bytes] | None:
@@ -332,56 +470,78 @@ class _Pool:
     def run(self, tasks: Sequence[bytes], n: int) -> list[Part]:
         """The reply of each task (in order), handed out in order to whichever of the
         first `n` workers is free; the first failure is raised once every worker stopped."""
-        results: list[Part | None] = [None] * len(tasks)
-        failures: list[BaseException] = []
-        pending = list(range(len(tasks) - 1, -1, -1))
-        guard = threading.Lock()
-
-        def drive(worker: _Worker) -> None:
-            while True:
-                with guard:
-                    if failures or not pending:
-                        return
-                    k = pending.pop()
-                try:
-                    reply = worker.ask(tasks[k])
-                except BaseException as exc:  # raised by `run` below
-                    with guard:
-                        failures.append(exc)
-                    return
-                if reply[0] == "ok":
-                    results[k] = reply[1]
-                    continue
-                error: BaseException = reply[1]
-                if not isinstance(error, Error) and hasattr(error, "add_note"):
-                    error.add_note(f"in a compile worker process:\n{reply[2]}")
-                with guard:
-                    failures.append(error)
-                return
-
-        threads = [
-            threading.Thread(target=drive, args=(w,), daemon=True)
-            for w in self.workers[: min(n, len(tasks))]
-        ]
-        for t in threads:
-            t.start()
-        try:
-            for t in threads:
-                t.join()
-        except BaseException:
-            self.stop()  # interrupted: the workers' answers will never be read
-            raise
-        if failures:
-            if any(isinstance(f, WorkerDied) for f in failures):
-                self.stop()
-            raise failures[0]
-        return [r for r in results if r is not None]
+        batch = _Batch(self, min(n, len(tasks)))
+        for k, task in enumerate(tasks):
+            batch.submit(k, task)
+        return batch.close()
 
     def stop(self) -> None:
         """Stop every worker (the pool then starts new ones when asked)."""
         workers, self.workers = self.workers, []
         for w in workers:
             w.stop()
+
+
+class _Batch:
+    """Tasks handed out, as they are submitted, to whichever of the first `n` workers of
+    `pool` is free (one thread per worker drives it); `close` waits for every reply."""
+
+    def __init__(self, pool: _Pool, n: int) -> None:
+        self.pool = pool
+        self.tasks: queue.SimpleQueue[tuple[int, bytes] | None] = queue.SimpleQueue()
+        self.results: dict[int, Part] = {}
+        self.failures: list[BaseException] = []
+        self.guard = threading.Lock()
+        self.threads = [
+            threading.Thread(target=self._drive, args=(w,), daemon=True)
+            for w in pool.workers[: max(1, n)]
+        ]
+        for t in self.threads:
+            t.start()
+
+    def submit(self, k: int, task: bytes) -> None:
+        """Hand out task number `k` (a pickle)."""
+        self.tasks.put((k, task))
+
+    def _drive(self, worker: _Worker) -> None:
+        while True:
+            item = self.tasks.get()
+            if item is None:
+                return
+            if self.failures:
+                continue  # a task failed: the others are skipped
+            k, task = item
+            try:
+                reply = worker.ask(task)
+            except BaseException as exc:  # raised by `close`
+                with self.guard:
+                    self.failures.append(exc)
+                return
+            if reply[0] == "ok":
+                self.results[k] = reply[1]
+                continue
+            error: BaseException = reply[1]
+            if not isinstance(error, Error) and hasattr(error, "add_note"):
+                error.add_note(f"in a compile worker process:\n{reply[2]}")
+            with self.guard:
+                self.failures.append(error)
+
+    def close(self) -> list[Part]:
+        """The replies in task order, once every task is answered; the first failure is
+        raised instead (the pool stopped when a worker died or the wait was interrupted)."""
+        for _ in self.threads:
+            self.tasks.put(None)
+        try:
+            for t in self.threads:
+                t.join()
+        except BaseException:
+            self.pool.stop()  # interrupted: the workers' answers will never be read
+            raise
+        if self.failures:
+            if any(isinstance(f, WorkerDied) for f in self.failures):
+                self.pool.stop()
+            raise self.failures[0]
+        return [self.results[k] for k in sorted(self.results)]
 
 
 _lock = threading.Lock()
@@ -441,6 +601,8 @@ __all__ = [
     "JOBS_ENV",
     "MAX_JOBS",
     "PARALLEL_MIN_SIZE",
+    "STREAM_SHARE_SIZE",
+    "KernelStream",
     "WorkerDied",
     "available_cpus",
     "compile_functions",

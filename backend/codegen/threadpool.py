@@ -27,7 +27,8 @@ as many as the largest count asked for so far needs.
 
 Protocol: a job (function, closure, n, next-task counter, remaining counter, allowed
 workers) lives on the caller's stack and is published through `cur_job`, then the
-generation counter `gen` is bumped. Workers spin on `gen` (`pause`) for `SPIN_NS`, then sleep
+generation counter `gen` is bumped. Workers spin on `gen` (`pause`) for the spin window
+(`SPIN_NS` unless `set_spin_ns` / `RELAY_SPIN_NS` says otherwise), then sleep
 in `futex(FUTEX_WAIT_BITSET)` on a bit of their own (Linux on x86-64 and AArch64; elsewhere
 they keep yielding with `sched_yield`); the caller wakes sleepers only if there are some,
 and only those the loop lets take part. A worker counts
@@ -41,7 +42,8 @@ part outside model calls (kernels called directly, the VM); 1 runs every loop in
 build or a loaded artifact sets it from its `Target` (the environment is read only at the
 API and CLI edge, `relay.driver.default_target`, and for `RELAY_BIND_THREADS` below).
 
-Pinning: `bind_threads(True)` (or `RELAY_BIND_THREADS=1` when the pool starts) makes each
+Pinning: `bind_threads(True)` (or `RELAY_BIND_THREADS=1` when the pool starts, or building or
+loading a model for a target with `-bind-threads=1`, `apply_target`) makes each
 worker pin itself to a CPU of its own as it starts (`sched_setaffinity`; Linux); off by
 default.
 At interpreter exit the workers are woken and joined (no hang, no code freed under a
@@ -61,7 +63,7 @@ import numpy as np
 from llvmlite import ir
 
 from .. import pool_abi
-from ..target import cpu_count
+from ..target import Target, cpu_count
 from . import llvm_target
 from .llvm_types import I32, I64, PTR, VOID, FunctionPointerType, declare, gep
 
@@ -75,8 +77,19 @@ TASKS_PER_THREAD = 4
 """Tasks per thread a parallel loop is cut into (more tasks balance load better)."""
 MAX_WORKERS = pool_abi.MAX_THREADS - 1
 SPIN_NS = 1_000_000
-"""How long (monotonic ns) a worker spins for a new job before it sleeps, so that the
-back-to-back parallel loops of one model call do not pay a wake-up each. Measured by the
+"""How long (monotonic ns) a worker spins for a new job before it sleeps (the default of
+`set_spin_ns` / `RELAY_SPIN_NS`), so that the back-to-back parallel loops of one model call
+do not pay a wake-up each. Measured on a 2-core AMD EPYC shared with other jobs (load average
+4-7): between two parallel loops of one call a worker waits a median 0.1-0.5 us, p99 0.3-2.3
+us (ResNet-18: 34 us; `bench/bench_call_overhead.py --gaps-inside resnet18,mobilenet_v2,
+transformer_layer,mlp1,mlp64`), so any window of tens of us covers a call on a machine of its
+own. On a loaded one a spinning worker is preempted, and when it runs again after more than
+the window it sleeps and the next loop pays a wake-up of ~200 us: `bench/threads.py --grain`
+with back-to-back calls, two runs each, `RELAY_SPIN_NS=200000` had 4 of 12 cells at +200 us,
+1 ms none of 12. Spinning costs where calls are far apart (MLP b1 on two threads, 2 ms of
+caller work between calls, `bench_call_overhead.py --spin`, load 6: 353 us per call with
+no spin, 792 with 200 us, 1365 with 1 ms; no difference with 0-100 us between calls), so
+latency-bound uses keep 1 ms and a process sharing its cores may lower it. Measured by the
 clock, not in `pause` rounds: a `pause` takes a few cycles on some CPUs (AMD Zen 1) and over
 a hundred on others."""
 SPIN_CHECK = 64
@@ -138,6 +151,7 @@ class _PoolBuilder:
         self.trace_cap = g("trace_cap", I64, 0)
         self.trace_len = g("trace_len", I64, 0)
         self.loop_seq = g("loop_seq", I32, 0)
+        self.spin_ns = g("spin_ns", I64, SPIN_NS)
         # the thread-specific key holding the running model call's thread count
         self.key_ty = I32 if linux else I64  # pthread_key_t
         self.call_key = g("call_key", self.key_ty, 0)
@@ -260,6 +274,7 @@ class _PoolBuilder:
         self._set_call_threads()
         self._bind()
         self._set_num_threads()
+        self._set_spin()
         self._parallel_run()
         self._parallel_for()
         self._shutdown()
@@ -423,6 +438,15 @@ class _PoolBuilder:
         self.store(b, n, self.cfg)
         b.ret_void()
 
+    def _set_spin(self) -> None:
+        """`void __relay_pool_set_spin(i64 ns)`: how long idle workers spin from now on
+        before they sleep (read when a worker starts waiting)."""
+        fn, b = self._fn("__relay_pool_set_spin", VOID, [I64])
+        n = fn.args[0]
+        zero = ir.Constant(I64, 0)
+        self.store(b, b.select(b.icmp_signed("<", n, zero), zero, n), self.spin_ns)
+        b.ret_void()
+
     def _bind(self) -> None:
         """`void __relay_pool_bind(i32 worker, i32 cpu)`: worker `worker` pins itself to CPU
         `cpu` when it next starts (-1: not pinned)."""
@@ -476,7 +500,8 @@ class _PoolBuilder:
         b.branch(wait)
         b.position_at_end(wait)
         b.store(ir.Constant(I32, 0), spins)
-        b.store(b.add(b.call(self.now, []), ir.Constant(I64, SPIN_NS)), deadline)
+        window = self.load(b, self.spin_ns, I64, "monotonic")
+        b.store(b.add(b.call(self.now, []), window), deadline)
         b.branch(spin)
         b.position_at_end(spin)
         g = self.load(b, self.gen, I32, "acquire")
@@ -733,6 +758,7 @@ class PoolRuntime:
         self.set_call_threads = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
             addr(SET_CALL_THREADS)
         )
+        self.set_spin = ctypes.CFUNCTYPE(None, ctypes.c_int64)(addr("__relay_pool_set_spin"))
         self.bind = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32)(
             addr("__relay_pool_bind")
         )
@@ -769,14 +795,49 @@ def runtime() -> PoolRuntime:
         return _runtime
     with _lock:
         if _runtime is None:
+            spin = os.environ.get(pool_abi.SPIN_ENV, "").strip()
+            if spin:
+                _spin[0] = _spin_from_text(spin)
             rt = PoolRuntime()
             rt.set_num_threads(default_num_threads())
             if os.environ.get(pool_abi.BIND_ENV, "").strip() == "1":
                 _bind(rt, True)
+            rt.set_spin(_spin[0])
             atexit.register(rt.shutdown)
             os.register_at_fork(after_in_child=rt.after_fork)
             _runtime = rt
     return _runtime
+
+
+_spin: list[int] = [SPIN_NS]
+
+
+def _spin_from_text(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(
+            f"{pool_abi.SPIN_ENV} must be a whole number of nanoseconds (0 or more), got {text!r}"
+        )
+    return value
+
+
+def set_spin_ns(ns: int) -> None:
+    """Let idle workers spin for `ns` nanoseconds (0: sleep at once) before they sleep
+    (`SPIN_NS` by default, or `RELAY_SPIN_NS` when the pool starts). Applies to each
+    worker from the next time it starts waiting."""
+    if ns < 0:
+        raise ValueError(f"the spin window must be 0 or more nanoseconds, got {ns}")
+    _spin[0] = int(ns)
+    runtime().set_spin(int(ns))
+
+
+def get_spin_ns() -> int:
+    """How long idle workers spin before they sleep, in nanoseconds (`set_spin_ns`)."""
+    runtime()
+    return _spin[0]
 
 
 def _bind(rt: PoolRuntime, on: bool) -> None:
@@ -818,6 +879,15 @@ def set_num_threads(n: int) -> None:
     if n < 1:
         raise ValueError(f"the number of threads must be at least 1, got {n}")
     runtime().set_num_threads(min(n, MAX_WORKERS + 1))
+
+
+def apply_target(target: Target) -> None:
+    """What a model built or loaded for `target` asks of the process's pool: its thread
+    count outside model calls (`set_num_threads`), and pinned workers when the target says
+    `-bind-threads=1` (pinning is process-wide; a target without it leaves it as it is)."""
+    set_num_threads(target.num_threads)
+    if target.bind_threads and not threads_bound():
+        bind_threads(True)
 
 
 def get_num_threads() -> int:
@@ -879,14 +949,17 @@ __all__ = [
     "TASKS_PER_THREAD",
     "TRACE_DTYPE",
     "PoolRuntime",
+    "apply_target",
     "bind_threads",
     "declare_runtime",
     "default_num_threads",
     "get_num_threads",
+    "get_spin_ns",
     "now_ns",
     "runtime",
     "set_call_threads",
     "set_num_threads",
+    "set_spin_ns",
     "shutdown",
     "start_trace",
     "stop_trace",

@@ -3,9 +3,10 @@
 Schedules mark loops parallel (`Stage.parallel`, most through `schedules.parallel_rows`); this
 module decides, at build time, from each loop's work and the target's thread count:
 
-* **threads**: 1 when the loop's work (inner iterations: the leaf statements it runs, vector
-  lanes counted one by one) is below `GRAIN_WORK`; otherwise the count the cost model below
-  finds fastest, which is fewer than all for medium work (each thread costs `THREAD_NS`);
+* **threads**: 1 when the loop's work (`work_of`: the leaf statements it runs, vector lanes
+  counted one by one, a reduction step weighing 1 and any other store `ELEMENT_WEIGHT`) is
+  below `GRAIN_WORK`; otherwise the count the cost model below finds fastest, which is fewer
+  than all for medium work (each thread costs `THREAD_NS`);
 * **fusion**: the loops perfectly nested right inside the parallel loop (serial, constant
   extent) that are fused into it (`f = i * J + j`) when the parallel loop alone cannot give
   the threads even shares (only then: fused indices cost divisions and hide the loops from
@@ -31,18 +32,27 @@ The cost model, in nanoseconds, of running `work` iterations on `k > 1` threads:
          + work * ITER_NS / tasks * LATE_TASK + FUSE_NS * extent / k * (loops fused - 1)
 
 against `work * ITER_NS` on one thread. `GRAIN_WORK` is where two threads start to win in the
-model (about 64 K iterations, the fixed threshold schedules used before plans existed).
+model (about 64 K, the fixed threshold schedules used before plans existed).
+
+The work is counted in reduction steps: a step of a reduction (`c[i] = c[i] + a * b`, a lane
+of a fused multiply-add into an accumulator the kernel keeps in registers: what GEMM and
+convolution loops run) weighs 1, an iteration storing a fresh value (elementwise, copies,
+padding, packing; a reduction's first and last writes) `ELEMENT_WEIGHT`. The weight is
+fitted to the grain measured on elementwise loops, which is where the break-even of the two
+kinds differs:
 
 Measured (`python bench/threads.py --grain --rounds 3`: `(x + y) * x` over n float32 on one
 thread and on two threads in two tasks, 2-core AMD EPYC, load average 1.2-1.4, five rounds
 in two runs): two threads cost 0.7-1.4 us more than one on a tiny loop (the model's
 `SYNC_NS + 2 * THREAD_NS` is 1.34 us) and win from 32 K elements (from 16 K in one round;
-1.1-1.4x at 32 K, 1.5x at 128 K). An elementwise iteration costs about 0.3 ns there, six
-times `ITER_NS` (which is a lane of a fused multiply-add, what the big kernels run), so for
-elementwise loops the model's grain is 2-4x too high, and for FMA-bound loops it is where
-the measured overhead puts it; `GRAIN_WORK` is left to the model until `work_of` weighs an
-iteration by what it does. With another process holding the second core (load 1.5-1.9, one
-run) two threads never won at any size.
+1.1-1.4x at 32 K, 1.5x at 128 K). For FMA-bound loops `GRAIN_WORK` is where that overhead
+puts the break-even (64 K lanes at `ITER_NS`, about 3 us of work). An elementwise iteration
+costs about 0.3 ns alone, six times `ITER_NS`, but two threads share the memory traffic and
+gain only ~1.5x where an FMA loop gains ~2x, so its break-even is not at a sixth of the
+grain but at about half: `ELEMENT_WEIGHT = 2` puts it at 32 K elements, as measured (again
+in the one round of three that the load let two threads win, load average 6.4). With other
+processes holding the second core (load 1.5-6) two threads mostly never won at any size: the
+measurement needs a quiet machine.
 """
 
 from __future__ import annotations
@@ -55,7 +65,7 @@ import attrs
 from attrs import frozen
 
 from ..kernel_cost import PLAN_KEY, ParallelLoop
-from ..tir.expr import FloorDiv, FloorMod, IntImm, PrimExpr, Var
+from ..tir.expr import BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Var
 from ..tir.stmt import (
     Allocate,
     BufferStore,
@@ -68,7 +78,7 @@ from ..tir.stmt import (
     SeqStmt,
     Stmt,
 )
-from ..tir.visitor import StmtMutator, substitute
+from ..tir.visitor import StmtMutator, sub_expressions, substitute
 
 ITER_NS = 0.05
 """Nanoseconds per inner iteration on one thread (a vector lane of a fused multiply-add at
@@ -100,6 +110,11 @@ TASKS_PER_THREAD = (1, 2, 3, 4, 6, 8)
 """Tasks per thread a plan may choose (besides one task per iteration for short loops)."""
 
 MAX_FUSED = 3
+
+ELEMENT_WEIGHT = 2
+"""What an iteration that stores a fresh value (elementwise, copies, packing) weighs in a
+loop's work, against 1 for a reduction step (a lane of a fused multiply-add into an
+accumulator); see the module docstring for the measurement it is fitted to."""
 
 
 def _serial_ns(work: int) -> float:
@@ -202,15 +217,34 @@ def _int(e: PrimExpr) -> int | None:
     return e.value if isinstance(e, IntImm) else None
 
 
+def _accumulates(store: BufferStore) -> bool:
+    """Whether `store` updates its buffer in place (`c[i] = c[i] + a * b`: a reduction's
+    step, which a compiled kernel keeps in registers) rather than writing a fresh value."""
+    return any(
+        isinstance(node, BufferLoad) and node.buffer is store.buffer
+        for node in sub_expressions(store.value)
+    )
+
+
 def work_of(stmt: Stmt, unknown_extent: int = 1024) -> int:
-    """Inner iterations `stmt` runs: its leaf statements (stores, evaluations) counted once
-    per iteration of the loops around them (vector and unrolled loops too); both branches
-    of an `if` counted; a loop of unknown extent counts as `unknown_extent` iterations."""
+    """The weighted inner iterations `stmt` runs: its leaf statements counted once per
+    iteration of the loops around them (vector and unrolled loops too), a reduction step
+    (a store updating its own buffer in place, or an evaluation) weighing 1 and any other
+    store (elementwise, copies, packing, a reduction's first or last write) weighing
+    `ELEMENT_WEIGHT`; both branches of an `if` counted; a loop of unknown extent counts as
+    `unknown_extent` iterations."""
     total = 0
+    weights: dict[int, int] = {}  # by id of the leaf (a leaf is met once per path to it)
     stack: list[tuple[Stmt, int]] = [(stmt, 1)]
     while stack:
         s, times = stack.pop()
-        if isinstance(s, (BufferStore, Evaluate)):
+        if isinstance(s, BufferStore):
+            weight = weights.get(id(s))
+            if weight is None:
+                weight = 1 if _accumulates(s) else ELEMENT_WEIGHT
+                weights[id(s)] = weight
+            total += times * weight
+        elif isinstance(s, Evaluate):
             total += times
         elif isinstance(s, For):
             extent = _int(s.extent)
@@ -313,6 +347,7 @@ def kernel_plans(func: PrimFunc) -> tuple[ParallelLoop, ...]:
 
 
 __all__ = [
+    "ELEMENT_WEIGHT",
     "FUSE_NS",
     "GRAIN_WORK",
     "ITER_NS",

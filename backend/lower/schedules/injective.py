@@ -21,6 +21,7 @@ import math
 
 from ...target import Target
 from ...te.tensor import Tensor
+from ..parallel_plan import ELEMENT_WEIGHT
 from . import PARALLEL_MIN_ELEMENTS as MIN_ELEMENTS
 from . import (
     Schedule,
@@ -40,7 +41,7 @@ def schedule_injective_stage(s: Schedule, t: Tensor, target: Target) -> None:
     if not axes or 0 in sizes:
         return
     lanes = target.lanes(t.dtype)
-    total = math.prod(sizes)
+    total = math.prod(sizes) * ELEMENT_WEIGHT  # the work (parallel_plan.work_of)
     factor = vector_factor(sizes[-1], lanes)
     if factor:
         tail, inner = stage.split(axes[-1], factor=factor)

@@ -3,6 +3,9 @@
 `backend.build.vm_compile` makes it (bytecode, native kernels, the target); `run` checks
 the arguments against `@main`'s annotations (`bind_inputs`), runs the executor and hands
 back arrays the caller owns. `stats` says which executor ran and what the last run did.
+Like a compiled model, each model runs its kernels on its own thread count (`num_threads`,
+the target's at first; `set_num_threads(n)` changes it without a rebuild), whatever other
+models were built since.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import numpy as np
 from attrs import define, field, frozen
 
 from ....lang.adt import Constructor, TypeData
-from ....lang.diagnostics import Error
+from ....lang.diagnostics import Error, InputError
 from ....lang.expr import Function
 from ....lang.tuples import tuple_leaves
 from ....lang.types import GlobalTypeVar
+from ...pool_abi import MAX_THREADS
 from ...target import Target
+from .. import native
 from ..native import NativeLibrary
 from .bytecode import InvokeOp, VMProgram
 from .executor import Executor
@@ -62,9 +67,25 @@ class VMModel:
     type_definitions: Mapping[GlobalTypeVar, TypeData] = field(factory=dict)
     saver: Callable[[VMModel, str | os.PathLike[str]], None] | None = None
     _executor: Executor = field(init=False)
+    _threads: int = field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._executor = Executor(self.program, self.library)
+        self._threads = min(self.target.num_threads, MAX_THREADS)
+
+    @property
+    def num_threads(self) -> int:
+        """The most threads a run of this model uses (`set_num_threads`; at first the
+        target's `-num-threads`)."""
+        return self._threads
+
+    def set_num_threads(self, n: int) -> None:
+        """Run this model's kernels on at most `n` threads from now on, without a rebuild
+        (other models keep their own counts), as `CompiledModel.set_num_threads` does: each
+        parallel loop takes `min(n, its planned threads)`."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(f"the number of threads must be an integer of at least 1, got {n!r}")
+        self._threads = min(n, MAX_THREADS)
 
     @property
     def native(self) -> bool:
@@ -107,7 +128,11 @@ class VMModel:
 
         args, inputs, out = dlpack.import_arguments(self.input_names, args, inputs, out)
         values = bind_inputs(self.main, args, inputs, "@main")
-        result = self._executor.run(values)
+        before = native.set_call_threads(self._threads)
+        try:
+            result = self._executor.run(values)
+        finally:
+            native.set_call_threads(before)
         given = [v for value in values for v in tuple_leaves(value) if isinstance(v, np.ndarray)]
         return dlpack.deliver(dlpack.owned_result(result, given), out)
 

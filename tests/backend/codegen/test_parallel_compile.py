@@ -243,3 +243,70 @@ def test_big_models_start_their_workers_before_optimizing(monkeypatch):
     started.clear()
     relay.build(relay.parse(CONVNET), target="llvm -num-threads=1")  # two convs, one dense
     assert started == []
+
+
+def _run_copy(library, name: str, n: int) -> np.ndarray:
+    inp = aligned_empty((n,), "float32")
+    inp[:] = np.arange(n, dtype="float32") - 3.5
+    out = aligned_empty((n,), "float32")
+    library.run(name, inp, out)
+    return out
+
+
+def test_a_stream_compiles_kernels_while_they_are_added(parallel_always, monkeypatch):
+    monkeypatch.setattr(compile_jobs, "STREAM_SHARE_SIZE", 1)
+    sizes = [16 + 8 * k for k in range(4)]
+    seconds: dict[str, float] = {}
+    with compile_jobs.KernelStream("lib", None) as stream:
+        for k, n in enumerate(sizes):
+            stream.add(_copy_kernel(f"k{k}", n))
+        assert stream.sent == len(sizes)  # each kernel left before the last one was added
+        final = [_copy_kernel(f"lib_x_k{k}", n) for k, n in enumerate(sizes)]
+        renames = {f"k{k}": f.name for k, f in enumerate(final)}
+        library = stream.finish(final, renames, seconds=seconds)
+    assert "tir+opt" in seconds and "link" in seconds
+    assert sorted(library.names()) == sorted(renames.values())
+    defined = {f.name for f in llvm_functions(library.llvm_ir)}
+    assert not any(name.split(".")[0] in renames for name in defined)  # no old name left
+    for f, n in zip(final, sizes, strict=True):
+        np.testing.assert_array_equal(_run_copy(library, f.name, n), _run_copy(library, f.name, n))
+        np.testing.assert_array_equal(_run_copy(library, f.name, n), (np.arange(n) - 3.5) * 2)
+
+
+def llvm_functions(text: str):
+    import llvmlite.binding as llvm
+
+    return llvm.parse_assembly(text).functions
+
+
+def test_a_small_stream_compiles_in_process(monkeypatch):
+    monkeypatch.delenv(compile_jobs.JOBS_ENV, raising=False)
+
+    def no_workers(n):
+        raise AssertionError("a small stream started compile workers")
+
+    monkeypatch.setattr(compile_jobs, "_Batch", lambda pool, n: no_workers(n))
+    seconds: dict[str, float] = {}
+    with compile_jobs.KernelStream("lib", None) as stream:
+        stream.add(_copy_kernel("k0"))
+        library = stream.finish([_copy_kernel("lib_k0")], {"k0": "lib_k0"}, seconds=seconds)
+    assert library.names() == ["lib_k0"] and "tir" in seconds and "tir+opt" not in seconds
+
+
+def test_a_stream_left_unfinished_stops_its_workers_and_the_next_build_works(parallel_always):
+    workers = []
+    with (
+        pytest.raises(RuntimeError, match="lowering failed"),
+        compile_jobs.KernelStream("lib", None) as stream,
+    ):
+        stream.add(_copy_kernel("k0"))
+        workers = list(compile_jobs._pool().workers)
+        raise RuntimeError("lowering failed")
+    assert workers  # the stream had started them
+    assert all(w.process.poll() is not None for w in workers)
+    assert compile_jobs._lock.acquire(blocking=False)  # the pool is free again
+    compile_jobs._lock.release()
+    model, inputs = _build(params=True)
+    assert "tir+opt" in model.stats.seconds
+    expected = relay.interpret(relay.parse(CONVNET), **_values())
+    np.testing.assert_allclose(model.run(**inputs), expected, rtol=1e-4, atol=1e-5)

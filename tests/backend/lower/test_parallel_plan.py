@@ -97,6 +97,47 @@ def test_plans_above_the_grain_are_balanced(work, outer, inner, threads):
     assert plan.extent == math.prod([outer, inner][: plan.fused])
 
 
+# ------------------------------------------------------------------------------- the work
+
+
+def matvec(rows, cols):
+    """out[i] = sum_k w[i, k] * x[k]: an initial store and `cols` reduction steps per row."""
+    w = tir.decl_buffer((rows * cols,), "float32", "w")
+    x = tir.decl_buffer((cols,), "float32", "x")
+    out = tir.decl_buffer((rows,), "float32", "out")
+    i, k = tir.Var("i"), tir.Var("k")
+    step = tir.BufferStore(out, out.load(i) + w.load(i * cols + k) * x.load(k), (i,))
+    body = tir.SeqStmt(
+        (tir.BufferStore(out, tir.const(0.0, "float32"), (i,)), tir.For(k, 0, cols, SERIAL, step))
+    )
+    return tir.PrimFunc("mv", (w, x, out), tir.For(i, 0, rows, PAR, body))
+
+
+def test_work_weighs_fresh_stores_above_reduction_steps():
+    weight = parallel_plan.ELEMENT_WEIGHT
+    assert weight > 1
+    assert parallel_plan.work_of(scale_rows(16, 64).body) == 16 * 64 * weight
+    assert parallel_plan.work_of(matvec(16, 64).body) == 16 * 64 + 16 * weight
+
+
+def test_an_elementwise_kernel_goes_parallel_from_the_grain_over_its_weight():
+    grain = -(-GRAIN_WORK // parallel_plan.ELEMENT_WEIGHT)
+    n = (grain + 8) // 8 * 8
+    assert n < GRAIN_WORK  # below the grain counted in plain iterations
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[({n},), float32], %y: Tensor[({n},), float32]) {{
+  multiply(add(%x, %y), %x)
+}}"""
+    model = relay.build(relay.parse(text), target="llvm -num-threads=2")
+    (loop,) = model.kernels[0].cost.parallel
+    assert loop.threads == 2 and loop.work >= GRAIN_WORK
+    x, y = np.arange(n, dtype="f4"), np.ones(n, "f4")
+    np.testing.assert_array_equal(model.run(x, y), (x + y) * x)
+    fewer = n // 2
+    small = relay.build(relay.parse(text.replace(str(n), str(fewer))), "llvm -num-threads=2")
+    assert all(p.threads == 1 for k in small.kernels for p in k.cost.parallel)
+
+
 # ----------------------------------------------------------------------- loop IR and the pool
 
 

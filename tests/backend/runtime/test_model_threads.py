@@ -16,7 +16,8 @@ import pytest
 import relay
 from relay.backend.codegen import set_num_threads, threadpool
 from relay.backend.codegen.threadpool import default_num_threads
-from relay.lang.diagnostics import InputError
+from relay.backend.target import Target
+from relay.lang.diagnostics import Error, InputError
 
 N = 1 << 20  # elements: well above the parallel grain
 
@@ -116,6 +117,41 @@ def test_set_num_threads_changes_a_loaded_model_without_a_rebuild(inputs):
     np.testing.assert_array_equal(model.run(x, y), expected)
     model.run(x=x, y=y)  # the checked path too
     assert model.library.seen == [2, 2]
+
+
+BRANCHY = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[({N},), float32], %y: Tensor[({N},), float32], %c: bool) {{
+  if (%c) {{ multiply(add(%x, %y), %x) }} else {{ subtract(%x, %y) }}
+}}"""
+
+
+def test_a_vm_model_runs_on_its_own_thread_count(inputs):
+    x, y = inputs
+    model = build(BRANCHY, 2)
+    assert model.stats.executor == "vm" and model.num_threads == 2
+    build(BIG, 1)  # a later build sets the process's count to 1
+    assert threadpool.get_num_threads() == 1
+    found: set[int] = set()
+    for _ in range(20):  # the planned loop runs on the worker too (within a few calls)
+        threadpool.start_trace(1 << 16)
+        for _ in range(3):
+            np.testing.assert_array_equal(model.run(x, y, True), (x + y) * x)
+        records, _ = threadpool.stop_trace()
+        found |= set(records["worker"][records["worker"] > 0].tolist())
+        if found:
+            break
+    assert found == {1}
+    assert threadpool.get_num_threads() == 1  # restored after each run
+    model.set_num_threads(1)
+    assert model.num_threads == 1 and model.target.num_threads == 2
+    threadpool.start_trace(1 << 16)
+    for _ in range(5):
+        np.testing.assert_array_equal(model.run(x, y, False), x - y)
+        np.testing.assert_array_equal(model.run(x, y, True), (x + y) * x)
+    records, _ = threadpool.stop_trace()
+    assert len(records) and not (records["worker"] > 0).any()  # every task on the caller
+    with pytest.raises(InputError, match="at least 1"):
+        model.set_num_threads(0)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
@@ -225,6 +261,97 @@ def test_relay_bind_threads_pins_workers_from_the_environment():
     assert done.returncode == 0, done.stderr
     # unpinned: the worker keeps the process's CPUs (the same set with a single CPU)
     assert done.stdout.strip() == f"False {len(os.sched_getaffinity(0)) == 1}"
+
+
+def run_script(script, **env):
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_bind_threads_target_attribute_parses_prints_and_rejects_other_values():
+    target = Target.parse("llvm -num-threads=2 -bind-threads=1")
+    assert target.bind_threads and "-bind-threads=1" in str(target)
+    assert Target.parse(str(target)) == target
+    assert not Target.parse("llvm -bind-threads=0").bind_threads
+    assert "bind-threads" not in str(Target.parse("llvm -num-threads=2"))
+    with pytest.raises(Error, match="must be 0 or 1"):
+        Target.parse("llvm -bind-threads=yes")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pinning is Linux only")
+def test_a_bind_threads_target_pins_workers_when_built_and_when_loaded(tmp_path):
+    path = tmp_path / "m.relaymod"
+    check = f"""
+        import os, threading, time
+        import numpy as np, relay
+        from relay.backend.codegen import threadpool
+        x = np.arange({N}, dtype="float32") / {N}
+        def pinned():
+            assert np.array_equal(model.run(x, x), (x + x) * x)
+            cpu = {{sorted(os.sched_getaffinity(0))[1 % len(os.sched_getaffinity(0))]}}
+            main = threading.main_thread().native_id
+            for _ in range(1000):  # a worker pins itself as it starts
+                seen = [os.sched_getaffinity(int(t)) for t in os.listdir("/proc/self/task")
+                        if int(t) != main]
+                if cpu in seen:
+                    return True
+                time.sleep(0.01)
+            return False
+    """
+    built = run_script(
+        check
+        + f"""
+        model = relay.build(relay.parse({BIG!r}), target="llvm -num-threads=2 -bind-threads=1")
+        model.save({str(path)!r})
+        print(threadpool.threads_bound(), pinned(), model.target.bind_threads)
+        """
+    )
+    assert built == "True True True"
+    loaded = run_script(
+        check
+        + f"""
+        assert not threadpool.threads_bound()
+        model = relay.load({str(path)!r})
+        print(threadpool.threads_bound(), pinned(), model.target)
+        """
+    )
+    assert loaded.startswith("True True llvm") and loaded.endswith("-bind-threads=1")
+
+
+# ------------------------------------------------------------------------------- spinning
+
+
+def test_the_spin_window_is_a_knob_and_results_stay_exact_without_spinning(inputs):
+    x, y = inputs
+    model = build(BIG, 2)
+    try:
+        threadpool.set_spin_ns(0)  # workers sleep at once: every loop wakes its worker
+        assert threadpool.get_spin_ns() == 0
+        for _ in range(5):
+            np.testing.assert_array_equal(model.run(x, y), (x + y) * x)
+        with pytest.raises(ValueError, match="0 or more"):
+            threadpool.set_spin_ns(-1)
+    finally:
+        threadpool.set_spin_ns(threadpool.SPIN_NS)
+    assert threadpool.get_spin_ns() == threadpool.SPIN_NS
+
+
+def test_relay_spin_ns_sets_the_window_from_the_environment():
+    script = """
+        from relay.backend.codegen import threadpool
+        try:
+            print(threadpool.get_spin_ns())
+        except ValueError as exc:
+            print(exc)
+    """
+    assert run_script(script, RELAY_SPIN_NS="5000") == "5000"
+    assert "RELAY_SPIN_NS must be a whole number" in run_script(script, RELAY_SPIN_NS="fast")
 
 
 # -------------------------------------------------------------------------------- fast path
