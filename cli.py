@@ -316,12 +316,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     """Tune the schedules of a model's kernels, appending measurements to a log (`relay
-    build --tuning-log LOG` applies the best)."""
-    from .backend.tune.measure import MeasureOptions
-    from .backend.tune.tuner import GUIDED, plot_log, tune
+    build --tuning-log LOG` applies the best); `--executor` says where configs are measured."""
+    from .backend.tune.executors import make_executor
     from .driver import default_target
     from .runio import load_inputs
-    from .tuning import extract_tasks
 
     if args.trials < 0:
         raise _UsageError("--trials must be at least 0")
@@ -337,6 +335,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
     module, _ = _parse_module(args.file, args.strict)
     _global_signatures(module)
     params = load_inputs(args.params) if args.params else None
+    with make_executor(args.executor) as executor:
+        return _tune_with(args, module, params, target, executor)
+
+
+def _tune_with(
+    args: argparse.Namespace, module: Any, params: Any, target: Any, executor: Any
+) -> int:
+    """`relay tune`'s work once the model is read and the executor connected."""
+    from .backend.tune.measure import MeasureOptions
+    from .backend.tune.tuner import GUIDED, plot_log, tune
+    from .tuning import extract_tasks
+
     tasks = extract_tasks(module, params, target)
     tuned = [t for t in tasks if t.space.size > 1]
     print(f"{len(tasks)} kernels, {len(tuned)} with knobs to tune", file=sys.stderr)
@@ -348,7 +358,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     )  # fmt: skip
     summary = tune(
         tasks, args.log, args.trials, model=args.model, batch=args.batch, options=options,
-        seed=args.seed, progress=not args.no_progress,
+        seed=args.seed, progress=not args.no_progress, executor=executor,
     )  # fmt: skip
     for note in summary.notes:
         print(note, file=sys.stderr)
@@ -630,7 +640,9 @@ EXAMPLES = {
   relay tune model.relay --params w.npz --trials 64 --log tune.jsonl
                                        tune each kernel's schedule (resumes from the log)
   relay tune model.relay --params w.npz --trials 64 --log r.jsonl --model random --plot c.png
-                                       random search, and plot best GFLOP/s per trial""",
+                                       random search, and plot best GFLOP/s per trial
+  relay tune model.relay --params w.npz --log tune.jsonl --executor ray://head:10001
+                                       measure on a Ray cluster (pip install 'relay-lang[ray]')""",
     "quantize": """\
   relay quantize model.relay --params w.npz -o model_int8.relay --params-out w_int8.npz
                                        int8 with the default global scale (8.0)
@@ -789,6 +801,12 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--timeout", type=float, default=60.0, metavar="S",
         help="seconds per config (build, check, timing) before the worker is killed",
+    )  # fmt: skip
+    tune.add_argument(
+        "--executor", default="local", metavar="SPEC",
+        help="where configs are measured: local (a worker process, default), ray://HOST:PORT "
+        "(a Ray cluster's client port), ray:auto, ray:HOST:PORT, ray:local (a new local Ray), "
+        "ray (ray.init's choice); needs relay-lang[ray]",
     )  # fmt: skip
     tune.add_argument("--seed", type=int, default=0, help="seed of the search")
     tune.add_argument(

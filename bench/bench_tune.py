@@ -5,12 +5,14 @@ tuned latency against its default build.
     .venv/bin/python bench/bench_tune.py --model mlp --trials 16
 
 `--kernel` tunes one task (`dense512`: dense 512x512x512; `conv56`: ResNet-18's 64>64 3x3
-@56 as conv2d_NCHWc) with xgboost for `--trials` and with random search for
+@56 as conv2d_NCHWc; `wino56`: the same layer as ResNet-18's build runs it, a Winograd
+F(4x4, 3x3) convolution + bias + relu on the transformed weight) with xgboost for `--trials` and with random search for
 `--random-trials` (separate logs under `--out`), prints the best GFLOP/s of each and the
 trials xgboost needed to come within 5% of random search's best, and plots both curves
 (`--plot`, needs matplotlib). `--model` extracts the tasks of an example model, tunes them
 and compares the build with the log against the default build (median of `--repeat` runs,
-alternating). Timings on a shared machine are noisy.
+alternating). Timings on a shared machine are noisy. Trials count measured kernels: configs
+with the same loop IR as a measured one are logged as duplicates, not measured.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ def @main(%x: Tensor[(512, 512), float32], %w: Tensor[(512, 512), float32]) {
 def @main(%x: Tensor[(1, 8, 56, 56, 8), float32], %w: Tensor[(8, 8, 3, 3, 8, 8), float32]) {
   nn.relu(nn.contrib_conv2d_NCHWc(%x, %w, padding=[1, 1, 1, 1], channels=64,
     kernel_size=[3, 3], data_layout="NCHW8c", kernel_layout="OIHW8i8o", out_layout="NCHW8c"))
+}""",
+    "wino56": """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 64, 56, 56), float32], %u: Tensor[(6, 6, 64, 64), float32],
+          %b: Tensor[(64), float32]) {
+  nn.relu(nn.bias_add(nn.contrib_conv2d_winograd_without_weight_transform(%x, %u,
+    tile_size=4, padding=[1, 1, 1, 1], channels=64, kernel_size=[3, 3]), %b))
 }""",
 }
 
@@ -71,7 +79,9 @@ def bench_kernel(args: argparse.Namespace) -> None:
         p = summary.tasks[task.key]
         best[model] = p.best()
         curves[model] = p.curve
-        print(f"{model}: {len(p.measured)} trials in {time.perf_counter() - start:.0f} s, "
+        skipped = len(p.measured) - p.new_trials
+        print(f"{model}: {p.new_trials} trials ({skipped} duplicate configs not measured) in "
+              f"{time.perf_counter() - start:.0f} s, "
               f"best {p.gflops():.1f} GFLOP/s [{best[model][0]}], {p.errors} errors")  # fmt: skip
     target_cost = best["random"][1] * 1.05
     reached = next((i + 1 for i, c in enumerate(curves["xgb"]) if c <= target_cost), None)

@@ -8,11 +8,12 @@
 
 A record holds the task key and operator, the config (knob -> value), the schedule's trace
 text, the costs (seconds per call, one per round) and their median, the error (kind and
-message; None when the config works), the host (CPU name, a digest of its features, CPU
-count), the target the kernel was built for, versions (log format, Python, llvmlite,
-numpy) and the time. A killed run leaves at most a truncated last line: reading reports it
-by its line number and goes on, and the next append starts on a fresh line, so nothing
-written before is lost. Records of other hosts are counted, not used.
+message; None when the config works), the host that measured it (CPU name, a digest of its
+features, CPU count: a remote node's own when measured on a cluster), the target the
+kernel was built for, versions (log format, Python, llvmlite, numpy) and the time. A
+killed run leaves at most a truncated last line: reading reports it by its line number and
+goes on, and the next append starts on a fresh line, so nothing written before is lost.
+Records of other hosts are counted, not used.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def record_of(task: Task, result: MeasureResult) -> dict[str, Any]:
         "error": result.error,
         "error_kind": result.error_kind,
         "flops": task.flops(),
-        "host": host_description(),
+        "host": result.host or host_description(),
         "target": target_identity(task.target),
         "versions": versions(),
         "time": result.timestamp,

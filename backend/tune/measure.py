@@ -22,6 +22,10 @@ killed). A dead or killed worker is replaced for the next config; the tuner goes
 
 `faults` (for tests) makes the worker misbehave on given configs: `"crash"` (SIGSEGV),
 `"hang"` (sleeps), `"wrong"` (perturbs the outputs before the check).
+
+A result's `host` is the measuring machine's `host_description` when that is not this one
+(a Ray node: `ray_executor`); the log records it. `executors` puts this worker behind the
+`Executor` protocol the tuner uses, next to measurement on a Ray cluster.
 """
 
 from __future__ import annotations
@@ -68,7 +72,8 @@ class MeasureOptions:
 class MeasureResult:
     """One config's measurement: `costs` (seconds per call, one per round) or `error`
     (`error_kind`: build, wrong, crash, timeout); `trace` is the schedule's trace text;
-    `build_seconds` the worker's compile time; `checked` whether outputs were compared."""
+    `build_seconds` the worker's compile time; `checked` whether outputs were compared;
+    `host` the measuring machine's `host_description` (None: this machine)."""
 
     config: Config
     costs: tuple[float, ...] = ()
@@ -78,6 +83,7 @@ class MeasureResult:
     build_seconds: float = 0.0
     checked: bool = False
     timestamp: float = field(factory=time.time)
+    host: dict[str, Any] | None = None
 
     @property
     def cost(self) -> float | None:

@@ -14,6 +14,16 @@ are not measured yet; each slot of the batch is instead a random unmeasured conf
 probability `epsilon` (all of them while the model knows nothing). Small spaces are scored
 whole instead. A config whose lowering fails scores lowest.
 
+Configs of a space often lower to the same loop IR (a knob that does not matter at that
+point: `parallel_rows` without `parallel`, a split the extent makes trivial), and timing
+the same kernel twice only measures noise. `propose` therefore returns distinct kernels:
+a candidate whose loop IR (`kernel_digest`, a hash of its printed TIR) equals that of a
+measured config or of one already in the batch is skipped, and reported in `duplicates`
+(config -> the config it duplicates) when the caller passes that dict. After measuring,
+`duplicate_records` turns them into log records (`duplicate_of`: the measured config, and
+its cost) so a resumed run knows them without measuring; a trial budget counts only
+measured kernels.
+
 `TaskScheduler` hands out batches: first `warmup` rounds of round-robin, then to the task
 with the largest estimated gain `weight x (best so far - predicted best)`, where the
 predicted best is the caller's estimate, or the best so far extrapolated from its recent
@@ -22,12 +32,14 @@ improvement (with a floor that shrinks as the task gets trials, so no task starv
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
+from ..tir.printer import astext
 from .cost_model import CostModel
 from .features import FEATURE_COUNT, tir_features
 
@@ -47,22 +59,41 @@ class _Task(Protocol):
     def lower(self, config: Any) -> Any: ...
 
 
+def kernel_digest(func: Any) -> str:
+    """A stable hash of a lowered kernel's printed loop IR: equal for configs that give the
+    same kernel."""
+    return hashlib.sha256(astext(func).encode()).hexdigest()[:24]
+
+
 class FeatureCache:
-    """The `tir_features` of a task's configs, each lowered once; None for a config whose
-    lowering fails."""
+    """The `tir_features` and `kernel_digest` of a task's configs, each lowered once; None
+    for a config whose lowering fails."""
 
     def __init__(self, task: _Task) -> None:
         self.task = task
         self._rows: dict[Any, np.ndarray | None] = {}
+        self._digests: dict[Any, str | None] = {}
+
+    def _lower(self, config: Any) -> None:
+        try:
+            func = self.task.lower(config)
+            self._rows[config] = tir_features(func)
+            self._digests[config] = kernel_digest(func)
+        except Exception:
+            self._rows[config] = None
+            self._digests[config] = None
 
     def row(self, config: Any) -> np.ndarray | None:
         """The features of `config` (None when it cannot be lowered)."""
         if config not in self._rows:
-            try:
-                self._rows[config] = tir_features(self.task.lower(config))
-            except Exception:
-                self._rows[config] = None
+            self._lower(config)
         return self._rows[config]
+
+    def digest(self, config: Any) -> str | None:
+        """The `kernel_digest` of `config`'s loop IR (None when it cannot be lowered)."""
+        if config not in self._digests:
+            self._lower(config)
+        return self._digests[config]
 
     def matrix(self, configs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         """(features of `configs`, one row each; whether each lowered). Failed rows are 0."""
@@ -112,9 +143,14 @@ def _scores(model: CostModel, cache: FeatureCache, configs: Sequence[Any]) -> np
 
 
 def _random_unmeasured(
-    space: _Space, taken: set[Any], rng: np.random.Generator, count: int
+    space: _Space,
+    taken: set[Any],
+    rng: np.random.Generator,
+    count: int,
+    admit: Callable[[Any], bool] | None = None,
 ) -> list[Any]:
-    """Up to `count` distinct random configs not in `taken` (added to it)."""
+    """Up to `count` distinct random configs not in `taken` (each drawn is added to it) that
+    `admit` accepts (all, without it)."""
     out: list[Any] = []
     if count <= 0:
         return out
@@ -124,16 +160,47 @@ def _random_unmeasured(
         c = space.random(rng)
         if c not in taken:
             taken.add(c)
-            out.append(c)
+            if admit is None or admit(c):
+                out.append(c)
     if len(out) < count and len(taken) < space.size:  # a nearly exhausted space: scan it
         for i in rng.permutation(space.size):
             c = space.config_at(int(i))
             if c not in taken:
                 taken.add(c)
-                out.append(c)
+                if admit is None or admit(c):
+                    out.append(c)
                 if len(out) == count:
                     break
     return out
+
+
+class _Kernels:
+    """The distinct kernels of a task's measured and picked configs, by `kernel_digest`."""
+
+    def __init__(
+        self, cache: FeatureCache, known: Iterable[Any], duplicates: dict[Any, Any] | None
+    ) -> None:
+        self.cache = cache
+        self.duplicates = duplicates
+        self.by_digest: dict[str, Any] = {}
+        for c in known:
+            d = cache.digest(c)
+            if d is not None:
+                self.by_digest.setdefault(d, c)
+
+    def admit(self, config: Any) -> bool:
+        """Whether `config` is a new kernel (then it is one from now on); a config that
+        cannot be lowered is admitted (its measurement records the build error)."""
+        d = self.cache.digest(config)
+        if d is None:
+            return True
+        original = self.by_digest.get(d)
+        if original is None:
+            self.by_digest[d] = config
+            return True
+        if self.duplicates is not None:
+            self.duplicates[config] = original
+        return False
 
 
 def anneal(
@@ -206,12 +273,16 @@ def propose(
     steps: int = 60,
     exhaustive_limit: int = 128,
     trained: bool = True,
+    duplicates: dict[Any, Any] | None = None,
 ) -> list[Any]:
-    """Up to `batch` distinct configs of `task` to measure next, none of them in `measured`
-    (module docstring). `trained=False` (a model that has seen no record) makes the whole
-    batch random; so does a model whose scores are all equal."""
+    """Up to `batch` configs of `task` to measure next, none of them in `measured`, each a
+    kernel (loop IR) that no measured config and no other pick gives (module docstring).
+    Candidates skipped as such duplicates go to `duplicates` (config -> the measured or
+    picked config with the same kernel) when given. `trained=False` (a model that has seen
+    no record) makes the whole batch random; so does a model whose scores are all equal."""
     space: _Space = task.space
     cache = cache if cache is not None else FeatureCache(task)
+    kernels = _Kernels(cache, measured, duplicates)
     taken: set[Any] = set(measured)
     remaining = space.size - len(taken)
     batch = min(batch, max(remaining, 0))
@@ -239,11 +310,43 @@ def propose(
         values = [v for _, v in candidates]
         if candidates and max(values) > min(values):
             candidates.sort(key=lambda cv: -cv[1])
-            for c, _ in candidates[: batch - n_random]:
+            for c, _ in candidates:
+                if len(picks) == batch - n_random:
+                    break
                 taken.add(c)
-                picks.append(c)
-    picks += _random_unmeasured(space, taken, rng, batch - len(picks))
+                if kernels.admit(c):
+                    picks.append(c)
+    picks += _random_unmeasured(space, taken, rng, batch - len(picks), kernels.admit)
     return picks
+
+
+def duplicate_records(
+    task: Any,
+    duplicates: Mapping[Any, Any],
+    measured: MutableMapping[Any, float | None],
+) -> list[dict[str, Any]]:
+    """The log records of the configs `propose` skipped as `duplicates` whose original is
+    now in `measured` (each gets the original's cost in `measured` too): the original's
+    cost (or an error of kind `duplicate` when it failed) and `duplicate_of`, the
+    original's config. Configs already in `measured` are left out."""
+    from .log import record_of
+    from .measure import MeasureResult
+
+    out: list[dict[str, Any]] = []
+    for config, original in duplicates.items():
+        if config in measured or original not in measured:
+            continue
+        cost = measured[original]
+        if cost is None:
+            result = MeasureResult(
+                config, error=f"the same kernel as {original}, which failed",
+                error_kind="duplicate",
+            )  # fmt: skip
+        else:
+            result = MeasureResult(config, costs=(cost,))
+        measured[config] = cost
+        out.append({**record_of(task, result), "duplicate_of": original.to_json()})
+    return out
 
 
 class TaskScheduler:
@@ -316,4 +419,12 @@ class TaskScheduler:
         return max(open_, key=lambda i: (self.gain(i), -self.rounds[i], -i))
 
 
-__all__ = ["FeatureCache", "TaskScheduler", "anneal", "propose", "training_data"]
+__all__ = [
+    "FeatureCache",
+    "TaskScheduler",
+    "anneal",
+    "duplicate_records",
+    "kernel_digest",
+    "propose",
+    "training_data",
+]

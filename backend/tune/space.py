@@ -15,8 +15,15 @@ Templates with knobs:
   `parallel`, `parallel_rows` (row blocks share the parallel loop), `unroll`.
 - conv2d_NCHWc: `ocv` output-channel vectors by `owb` output columns, `icb` input channel
   blocks per weight block (`NCHWcBlocking`).
-Every other kernel (GEMV-form dense, int8, Winograd, depthwise, pools, ...) has a space of
-one point: no knobs, the default schedule.
+- Winograd (`schedules.winograd`): the batched GEMM's register block `rows` x `vectors`,
+  `k_inner` and `parallel_rows` (as dense's), the vector width along a row of tiles in the
+  input transform (`input_vector`) and the output transform (`output_vector`), and
+  whether the input transform runs parallel over channels (`input_parallel`). `unroll` is
+  left out (its off value only loses: the register block and the transforms' position
+  selects need it), so is the tile size (an attribute of the operator, fixed with the
+  transformed weight: another tile is another task).
+Every other kernel (GEMV-form dense, int8, depthwise, pools, ...) has a space of one point:
+no knobs, the default schedule.
 """
 
 from __future__ import annotations
@@ -43,6 +50,13 @@ from ..lower.schedules.dense import (
     choose_blocking,
     fits_registers,
     schedule_dense,
+)
+from ..lower.schedules.winograd import (
+    gemm_blocking,
+    row_tiles,
+    schedule_winograd,
+    stages_of,
+    winograd_defaults,
 )
 from ..target import Target
 from ..te.tensor import Tensor
@@ -247,7 +261,48 @@ def nchwc_space(anchor: Tensor, target: Target) -> ConfigSpace:
     )
 
 
-TEMPLATES = {schedule_dense: dense_space, schedule_conv2d_nchwc: nchwc_space}
+def winograd_space(anchor: Tensor, target: Target) -> ConfigSpace:
+    """The knobs of a Winograd convolution (module docstring); `EMPTY` for the direct
+    fallback of the operator."""
+    st = stages_of(anchor)
+    if st is None:
+        return EMPTY
+    gemm = st["winograd_gemm"]
+    p = analyze_product(gemm.op)
+    if p is None or 0 in extents(gemm.op):
+        return EMPTY
+    sizes = [_int(iv.dom.extent) for iv in p.op.axis]
+    k_len = _int(p.k.dom.extent)
+    lanes = target.lanes(gemm.dtype)
+    blocking = gemm_blocking(p, target)
+    vectors = blocking.nb // lanes
+    defaults = winograd_defaults(st, target)
+    threads = target.num_threads
+    parallel = threads > 1 and math.prod(sizes) * k_len >= PARALLEL_MIN_WORK
+    col_blocks = math.prod(sizes[:-2]) * -(-sizes[-1] // blocking.nb)
+    tiles = row_tiles(st)
+    widths = [w for w in (4, lanes, 2 * lanes) if tiles % w == 0]
+    pairs = [
+        _knob("rows", [r for r in (1, 2, 3, 4, 6, 8) if r <= sizes[-2]], blocking.mr),
+        _knob("vectors", [v for v in (1, 2, 3, 4) if v * lanes <= sizes[-1]], vectors),
+        _knob("k_inner", [k for k in (1, 2, 4) if k <= k_len], 1),
+    ]
+    if parallel:
+        pairs.append(_knob("parallel_rows", [True, False], col_blocks < 4 * threads))
+    pairs += [
+        _knob("input_vector", widths, defaults["input_vector"]),
+        _knob("output_vector", widths, defaults["output_vector"]),
+    ]
+    if threads > 1:
+        pairs.append(_knob("input_parallel", [True, False], defaults["input_parallel"]))
+    return _space(pairs)
+
+
+TEMPLATES = {
+    schedule_dense: dense_space,
+    schedule_conv2d_nchwc: nchwc_space,
+    schedule_winograd: winograd_space,
+}
 """Schedule functions with knobs, and the function giving a kernel's space."""
 
 
@@ -279,4 +334,5 @@ __all__ = [
     "dense_space",
     "nchwc_space",
     "space_for",
+    "winograd_space",
 ]

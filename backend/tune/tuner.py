@@ -13,6 +13,10 @@ the cost model (`xgb`: `cost_model.XGBoostModel`, refitted on every record after
 batch; `random`: `cost_model.RandomModel`, i.e. random search); configs already in the log
 are never measured again, and the log's records count against the budget, so a killed run
 resumes where it stopped. Every measurement is appended to the log as it completes.
+A proposed config whose loop IR equals a measured one's is not measured: it is logged as
+a duplicate of it (`search.duplicate_records`), and the budget counts measured kernels.
+`executor` says where configs are measured (`executors`: a local worker process by
+default, or a Ray cluster: `tune(..., executor="ray://HOST:PORT")`).
 
 `progress` shows a live display (tqdm, on stderr): one bar per task with its trials, best
 GFLOP/s and errors.
@@ -30,14 +34,21 @@ from typing import Any
 import numpy as np
 from attrs import define, field
 
+from .executors import Executor, LocalExecutor, make_executor
 from .log import TuningLog, read_log, record_of
-from .measure import MeasureOptions, Measurer, MeasureResult
+from .measure import MeasureOptions, MeasureResult
 from .space import Config
 from .task import Task
 
 try:  # the cost model and the search (written alongside; optional while they land)
     from .cost_model import RandomModel, XGBoostModel
-    from .search import FeatureCache, TaskScheduler, propose, training_data
+    from .search import (
+        FeatureCache,
+        TaskScheduler,
+        duplicate_records,
+        propose,
+        training_data,
+    )
 
     GUIDED = True
 except ImportError:  # pragma: no cover - only before those modules exist
@@ -150,10 +161,13 @@ def tune(
     progress: bool = False,
     faults: Mapping[Config, str] | None = None,
     on_result: Callable[[Task, MeasureResult], None] | None = None,
+    executor: Executor | str | None = None,
 ) -> TuneSummary:
     """Tune `tasks` for `trials` measurements per tuned task on average, appending to the
     log at `log_path` and resuming from it (module docstring). `model` is `xgb` or
-    `random`; `faults` is for tests (`measure.measure`)."""
+    `random`; `executor` measures the configs: an `executors.Executor` (left open), a spec
+    such as `"ray://HOST:PORT"` (`executors.make_executor`) or None for a local worker
+    process; `faults` is for tests (`measure.measure`)."""
     if model not in ("xgb", "random"):
         raise ValueError(f"unknown cost model {model!r} (xgb or random)")
     start = time.perf_counter()
@@ -184,7 +198,9 @@ def tune(
         progress_of.append(p)
     if summary.resumed:
         summary.notes.append(f"resumed: {summary.resumed} record(s) of these tasks in the log")
-    budget = trials * len(tuned) - summary.resumed
+    skipped_before = sum(r.get("duplicate_of") is not None and r["task"] in summary.tasks
+                         for r in contents.records)  # fmt: skip
+    budget = trials * len(tuned) - summary.resumed + skipped_before  # distinct kernels only
     if not GUIDED:
         summary.notes.append("the cost model and search are not available: random proposals")
     cost_model: Any = None
@@ -199,67 +215,79 @@ def tune(
                 scheduler.update(i, best[1] if best is not None else None)
     trained = _refit(cost_model, progress_of, caches) if GUIDED else False
     log = TuningLog(log_path)
+    own_executor = not isinstance(executor, Executor)
+    measurer: Executor
+    if isinstance(executor, Executor):
+        measurer = executor
+    else:
+        measurer = LocalExecutor() if executor is None else make_executor(executor)
     display = _Display(progress_of, trials, progress)
     turn = 0
     try:
-        with Measurer() as measurer:
-            while budget > 0:
-                if scheduler is not None:
-                    index = scheduler.next()
-                    if index is None:
-                        break
-                else:
-                    open_ = [
-                        i for i, p in enumerate(progress_of) if p.task.space.size > len(p.measured)
-                    ]
-                    if not open_:
-                        break
-                    index = open_[turn % len(open_)]
-                    turn += 1
-                p = progress_of[index]
-                size = min(batch, budget)
-                configs: list[Config] = []
-                default = p.task.space.default()
-                if default not in p.measured:
-                    configs.append(default)
-                measured_and_new = {**p.measured, **dict.fromkeys(configs)}
-                want = size - len(configs)
-                if want > 0:
-                    if GUIDED:
-                        configs += propose(
-                            p.task, cost_model, measured_and_new, want, rng,
-                            cache=caches.setdefault(p.task.key, FeatureCache(p.task)),
-                            trained=trained and model == "xgb",
-                        )  # fmt: skip
-                    else:
-                        configs += _random_batch(p.task, measured_and_new, want, rng)
-                if not configs:
-                    if scheduler is not None:
-                        scheduler.mark_done(index)
-                        continue
+        while budget > 0:
+            if scheduler is not None:
+                index = scheduler.next()
+                if index is None:
                     break
-                for config in configs:
-                    result = measurer.measure_one(p.task, config, opts, (faults or {}).get(config))
-                    log.append({**record_of(p.task, result), "model": model})
-                    p.measured[config] = result.cost
-                    p.errors += result.error is not None
-                    best = p.best()
-                    p.curve.append(best[1] if best is not None else math.inf)
-                    p.new_trials += 1
-                    summary.measured += 1
-                    budget -= 1
-                    display.update(p, 1)
-                    if on_result is not None:
-                        on_result(p.task, result)
-                if scheduler is not None:
-                    best = p.best()
-                    scheduler.update(index, best[1] if best is not None else None)
-                    if len(p.measured) >= p.task.space.size:
-                        scheduler.mark_done(index)
+            else:
+                open_ = [
+                    i for i, p in enumerate(progress_of) if p.task.space.size > len(p.measured)
+                ]
+                if not open_:
+                    break
+                index = open_[turn % len(open_)]
+                turn += 1
+            p = progress_of[index]
+            size = min(batch, budget)
+            configs: list[Config] = []
+            default = p.task.space.default()
+            if default not in p.measured:
+                configs.append(default)
+            measured_and_new = {**p.measured, **dict.fromkeys(configs)}
+            want = size - len(configs)
+            duplicates: dict[Config, Config] = {}  # same loop IR as a measured/picked config
+            if want > 0:
                 if GUIDED:
-                    trained = _refit(cost_model, progress_of, caches)
+                    configs += propose(
+                        p.task, cost_model, measured_and_new, want, rng,
+                        cache=caches.setdefault(p.task.key, FeatureCache(p.task)),
+                        trained=trained and model == "xgb", duplicates=duplicates,
+                    )  # fmt: skip
+                else:
+                    configs += _random_batch(p.task, measured_and_new, want, rng)
+            for record in duplicate_records(p.task, duplicates, p.measured):
+                log.append({**record, "model": model})  # originals measured before
+            if not configs:
+                if scheduler is not None:
+                    scheduler.mark_done(index)
+                    continue
+                break
+            for result in measurer.submit(p.task, configs, opts, faults):
+                config = result.config
+                log.append({**record_of(p.task, result), "model": model})
+                p.measured[config] = result.cost
+                p.errors += result.error is not None
+                best = p.best()
+                p.curve.append(best[1] if best is not None else math.inf)
+                p.new_trials += 1
+                summary.measured += 1
+                budget -= 1
+                display.update(p, 1)
+                if on_result is not None:
+                    on_result(p.task, result)
+            for record in duplicate_records(p.task, duplicates, p.measured):
+                log.append({**record, "model": model})  # originals measured just now
+            if scheduler is not None:
+                best = p.best()
+                scheduler.update(index, best[1] if best is not None else None)
+                if len(p.measured) >= p.task.space.size:
+                    scheduler.mark_done(index)
+            if GUIDED:
+                trained = _refit(cost_model, progress_of, caches)
     finally:
         display.close()
+        if own_executor:
+            measurer.close()
     summary.seconds = time.perf_counter() - start
     return summary
 
@@ -281,6 +309,8 @@ def log_curves(path: str | os.PathLike[str]) -> dict[tuple[str, str], list[float
     curves: dict[tuple[str, str], list[float]] = {}
     best: dict[tuple[str, str], float] = {}
     for r in read_log(path).records:
+        if r.get("duplicate_of") is not None:
+            continue  # not measured: the same kernel as a measured config
         key = (r["task"], str(r.get("model", "?")))
         cost, flops = r.get("cost"), r.get("flops") or 0.0
         if r.get("error") is None and isinstance(cost, int | float) and cost > 0:

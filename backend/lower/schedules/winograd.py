@@ -19,11 +19,25 @@
 
 A kernel whose anchor is the direct fallback of the operator (strides, groups, integer
 dtypes) gets the generic schedule.
+
+Knobs (`backend.tune.space.winograd_space`; `schedule_winograd(config=...)`, every one
+optional, `winograd_defaults` gives what the schedule does without them):
+- `rows`, `vectors`: the batched GEMM's register block (output channels x vectors of
+  tiles); `k_inner`, `parallel_rows`: as `dense.schedule_gemm`'s knobs.
+- `input_vector`: the vector width along a row of tiles in the input transform (a divisor
+  of the row's padded tile count), `input_parallel`: whether it runs parallel over
+  channels.
+- `output_vector`: the vector width of Z's tiles in the output transform.
+The tile size is not a knob: it is the operator's `tile_size` attribute, fixed with the
+transformed weight's shape when the build rewrites a conv2d, so another tile is another
+kernel (another task), not another schedule of this one.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from ....lang.optable import OpTable
 from ...target import Target
@@ -32,6 +46,7 @@ from ...te.tensor import ComputeOp, Tensor
 from . import Schedule, ScheduleRule, last_stage, stage_order
 from .dense import (
     Blocking,
+    Product,
     analyze_product,
     choose_blocking,
     install,
@@ -57,7 +72,7 @@ def _size(iv: object) -> int:
     return int(getattr(extent, "value", 0))
 
 
-def _stages(anchor: Tensor) -> dict[str, Tensor] | None:
+def stages_of(anchor: Tensor) -> dict[str, Tensor] | None:
     """The Winograd stages behind an anchor made by `winograd_nchw`, by name; None when the
     anchor is the direct fallback."""
     if not isinstance(anchor.op, ComputeOp) or anchor.op.tag != "conv2d_winograd_nchw":
@@ -77,13 +92,52 @@ def tile_vector(tiles: int, lanes: int) -> int:
     return tiles
 
 
-def schedule_input_transform(s: Schedule, st: dict[str, Tensor], target: Target) -> None:
-    """V at root, parallel over channels; the padded channel per channel, D and T per row
-    of tiles, vectors along the tiles of the row."""
+def row_tiles(st: dict[str, Tensor]) -> int:
+    """The padded tile count of a row of tiles (`TWP`)."""
+    return _size(st["winograd_tiles"].shape[-1])
+
+
+def input_parallel_default(st: dict[str, Tensor], target: Target) -> bool:
+    """Whether the input transform runs parallel over channels by default."""
+    work = math.prod(_size(d) for d in st["winograd_input"].shape)
+    return target.num_threads > 1 and work >= 16 * 1024
+
+
+def gemm_blocking(p: Product, target: Target) -> Blocking:
+    """The batched GEMM's default register block: `dense.choose_blocking`, whole vectors of
+    columns when a partial column block would otherwise cost the whole product."""
+    sizes = [_size(iv) for iv in p.op.axis]
+    lanes = target.lanes(p.op.output(0).dtype)
+    blocking = choose_blocking(sizes[-2], sizes[-1], lanes, target)
+    if sizes[-1] % blocking.nb and sizes[-1] % lanes == 0:
+        # a partial column block costs the whole product its speed: whole vectors only
+        nb = max(
+            v * lanes for v in range(1, blocking.nb // lanes + 1) if sizes[-1] % (v * lanes) == 0
+        )
+        blocking = Blocking(min(sizes[-2], 8), nb, lanes)
+    return blocking
+
+
+def winograd_defaults(st: dict[str, Tensor], target: Target) -> dict[str, Any]:
+    """The knobs of the transforms the schedule takes without a config (module docstring;
+    the GEMM's defaults are `gemm_blocking`'s and `dense.gemm_defaults`')."""
+    tiles = row_tiles(st)
+    return {
+        "input_vector": tile_vector(tiles, target.lanes(st["winograd_input"].dtype)),
+        "input_parallel": input_parallel_default(st, target),
+        # the schedule takes the lanes of the kernel's output (the tail's dtype)
+        "output_vector": tile_vector(tiles, target.lanes(st["winograd_output"].dtype)),
+    }
+
+
+def schedule_input_transform(
+    s: Schedule, st: dict[str, Tensor], target: Target, width: int, parallel: bool
+) -> None:
+    """V at root, parallel over channels (with `parallel`); the padded channel per channel,
+    D and T per row of tiles, vectors of `width` along the tiles of the row."""
     v = s[st["winograd_input"]]
     e, n, c, p = v.op.axis
     row_tiles = _size(st["winograd_tiles"].shape[-1])
-    width = tile_vector(row_tiles, target.lanes(st["winograd_input"].dtype))
     row, inner = v.split(p, factor=row_tiles)
     if width < row_tiles:
         block, inner = v.split(inner, factor=width)
@@ -93,7 +147,7 @@ def schedule_input_transform(s: Schedule, st: dict[str, Tensor], target: Target)
     v.unroll(n)
     if width > 1:
         v.vectorize(inner)
-    if target.num_threads > 1 and math.prod(_size(a) for a in v.op.axis) >= 16 * 1024:
+    if parallel:
         v.parallel(c)
     s[st["winograd_pad"]].compute_at(v, c)
     for name in ("winograd_input_rows", "winograd_tiles"):
@@ -107,29 +161,36 @@ def schedule_input_transform(s: Schedule, st: dict[str, Tensor], target: Target)
             stage.vectorize(lane)
 
 
-def schedule_batched_gemm(s: Schedule, gemm: Tensor, target: Target) -> None:
-    """The register-blocked product of `dense` per transform position."""
+def schedule_batched_gemm(
+    s: Schedule, gemm: Tensor, target: Target, config: Mapping[str, Any] | None = None
+) -> None:
+    """The register-blocked product of `dense` per transform position; `config` may set
+    `rows` and `vectors` of the register block and `dense.schedule_gemm`'s knobs."""
     p = analyze_product(s[gemm].op)
     if p is None:
         return
-    sizes = [_size(iv) for iv in p.op.axis]
-    lanes = target.lanes(gemm.dtype)
-    blocking = choose_blocking(sizes[-2], sizes[-1], lanes, target)
-    if sizes[-1] % blocking.nb and sizes[-1] % lanes == 0:
-        # a partial column block costs the whole product its speed: whole vectors only
-        nb = max(
-            v * lanes for v in range(1, blocking.nb // lanes + 1) if sizes[-1] % (v * lanes) == 0
-        )
-        blocking = Blocking(min(sizes[-2], 8), nb, lanes)
+    blocking = gemm_blocking(p, target)
+    knobs = dict(config or {})
+    if "rows" in knobs or "vectors" in knobs:
+        lanes = blocking.lanes
+        mr = int(knobs.pop("rows", blocking.mr))
+        nb = int(knobs.pop("vectors", blocking.nb // lanes)) * lanes
+        blocking = Blocking(mr, nb, lanes)
     host, parts = install(s, [gemm], gemm, "dense.gemm", nb=blocking.nb)
-    schedule_gemm(s, host, parts["main"], parts.get("packed"), blocking, target)
+    schedule_gemm(s, host, parts["main"], parts.get("packed"), blocking, target, knobs or None)
 
 
 def schedule_output(
-    s: Schedule, outputs: list[Tensor], anchor: Tensor, st: dict[str, Tensor], target: Target
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    st: dict[str, Tensor],
+    target: Target,
+    vec: int | None = None,
 ) -> None:
     """The crop (inlined into the element-wise tail when there is one) parallel over images
-    x output channels, with Z and O computed per output channel."""
+    x output channels, with Z and O computed per output channel, Z's tiles in vectors of
+    `vec` (None: whole vectors of the output's lanes, else of 4, else the row)."""
     host = tail_output(s, outputs, anchor)
     if host is None:
         host = anchor
@@ -150,7 +211,8 @@ def schedule_output(
     z, o = s[st["winograd_output_rows"]], s[st["winograd_output"]]
     z.compute_at(out, row)
     k, i, n, p = z.op.axis
-    vec = tile_vector(_size(st["winograd_tiles"].shape[-1]), lanes)
+    if vec is None:
+        vec = tile_vector(row_tiles(st), lanes)
     po, pl = z.split(p, factor=vec)
     z.reorder(k, i, po, n, pl)
     z.unroll(i)
@@ -163,17 +225,34 @@ def schedule_output(
     o.vectorize(j)
 
 
-def schedule_winograd(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
-    """The nest of the module docstring; the fallback anchor gets the generic schedule."""
-    st = _stages(s[anchor].op.output(0))
+GEMM_KNOBS = ("rows", "vectors", "k_inner", "unroll", "parallel", "parallel_rows")
+"""The knobs `schedule_winograd` hands to the batched GEMM."""
+
+
+def schedule_winograd(
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
+) -> None:
+    """The nest of the module docstring; the fallback anchor gets the generic schedule.
+    `config` sets knobs (module docstring); those it does not name keep their defaults."""
+    st = stages_of(s[anchor].op.output(0))
     if st is None:
         from .generic import schedule_generic
 
         schedule_generic(s, outputs, anchor, target)
         return
-    schedule_input_transform(s, st, target)
-    schedule_batched_gemm(s, st["winograd_gemm"], target)
-    schedule_output(s, outputs, anchor, st, target)
+    config = config or {}
+    knobs = {**winograd_defaults(st, target), **config}
+    gemm_config = {k: v for k, v in config.items() if k in GEMM_KNOBS}
+    schedule_input_transform(
+        s, st, target, int(knobs["input_vector"]), bool(knobs["input_parallel"])
+    )
+    schedule_batched_gemm(s, st["winograd_gemm"], target, gemm_config)
+    out_vec = config.get("output_vector")
+    schedule_output(s, outputs, anchor, st, target, None if out_vec is None else int(out_vec))
 
 
 def schedule_weight_transform(
@@ -213,4 +292,12 @@ SCHEDULES: OpTable[ScheduleRule] = OpTable("schedule")
 SCHEDULES.add("nn.contrib_conv2d_winograd_without_weight_transform", WINOGRAD)
 SCHEDULES.add("nn.contrib_conv2d_winograd_weight_transform", WEIGHT_TRANSFORM)
 
-__all__ = ["schedule_weight_transform", "schedule_winograd"]
+__all__ = [
+    "GEMM_KNOBS",
+    "gemm_blocking",
+    "row_tiles",
+    "schedule_weight_transform",
+    "schedule_winograd",
+    "stages_of",
+    "winograd_defaults",
+]

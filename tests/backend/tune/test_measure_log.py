@@ -35,7 +35,9 @@ def test_crash_hang_and_wrong_results_are_errors_and_the_tuner_goes_on():
     task = _task()
     good, crash, hang, wrong, after = _configs(task, 5)
     faults = {crash: "crash", hang: "hang", wrong: "wrong"}
-    opts = MeasureOptions(number=1, repeat=2, timeout=4.0)
+    # A fresh worker's first config takes ~3 s on a loaded 2-core machine: the timeout leaves
+    # room for that, and the injected hang sleeps past any timeout.
+    opts = MeasureOptions(number=1, repeat=2, timeout=10.0)
     with Measurer() as worker:
         results = measure(task, [good, crash, hang, wrong, after], opts, worker, faults)
         assert worker.restarts == 2  # after the crash and after the hang

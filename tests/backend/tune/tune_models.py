@@ -76,3 +76,15 @@ def matmul(
     if parallel:
         s[C].parallel(io)
     return te.lower(s, [A, B, C], "mm")
+
+
+def winograd_model(c: int = 5, k: int = 11, h: int = 7, w: int = 9, tile: int = 4):
+    """A Winograd 3x3 convolution (padding 1) + relu with its transformed weight."""
+    alpha = tile + 2
+    op = "nn.contrib_conv2d_winograd_without_weight_transform"
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, {c}, {h}, {w}), float32], %u: Tensor[({alpha}, {alpha}, {k}, {c}), float32]) {{
+  nn.relu({op}(%x, %u, tile_size={tile}, padding=[1, 1, 1, 1], channels={k}, kernel_size=[3, 3]))
+}}"""
+    rng = np.random.default_rng(c * 100 + k + h + w)
+    return relay.parse(text), {"u": rng.standard_normal((alpha, alpha, k, c)).astype("float32")}
