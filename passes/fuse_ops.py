@@ -16,8 +16,18 @@ Beyond TVM: in phase 0 the `layout_transform` packing the data of an
 `nn.contrib_conv2d_NCHWc` (its one use) joins the convolution's group
 (`PACKED_DATA_CONVS`), where the schedule reads it into the padded input.
 
-Reductions never fuse forward; no group holds two ops above broadcast; a group holds at
-most `max_depth` nodes; with `opt_level=0` every op is its own group. Scalar constants
+Beyond TVM, row reductions: a reduction over the trailing axes of its data with `keepdims`
+(`ROW_REDUCTIONS`; the data's leading axes are its rows) takes the element-wise/broadcast
+ops after it that bring it back to its data's shape, and any reduction of the same rows on
+the way: a layer norm as `simplify-inference` writes it (mean, subtract, square, mean,
+sqrt, divide, scale, shift), a softmax spelled out (max, subtract, exp, sum, divide) or an
+l2 normalize become one kernel whose reductions run inside its row loop (the reduce
+schedule), instead of one kernel per reduction and a pass over memory between each.
+Such a group ends at the first op that is not element-wise/broadcast on the data's shape
+or a reshape keeping the rows (`_keeps_rows`); it never joins an anchored group.
+
+Other reductions never fuse forward; no other group holds two ops above broadcast; a group
+holds at most `max_depth` nodes; with `opt_level=0` every op is its own group. Scalar constants
 are inlined in the groups, other constants become parameters.
 
 Types: fusion reads the input's types from the pass context and, since every node it
@@ -47,8 +57,9 @@ from ..lang.attrs import FuncAttrs
 from ..lang.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from ..lang.module import IRModule
 from ..lang.op import Op, OpPattern
+from ..lang.opdefs.semantics.axes import reduce_axes
 from ..lang.traversal import children, with_children
-from ..lang.types import Type
+from ..lang.types import TensorType, Type
 from ..typecheck.result import ModuleTypes
 from ..typecheck.subst import func_type
 from .context import PassContext
@@ -68,6 +79,15 @@ MAX_FUSE_DEPTH = 256
 PACKED_DATA_CONVS = frozenset({"nn.contrib_conv2d_NCHWc"})
 """Convolutions that take the `layout_transform` packing their data into their kernel."""
 
+ROW_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod"})
+"""Reductions that take the ops broadcasting them back over their rows (module docstring)."""
+
+ROW_RESHAPES = frozenset({"reshape", "expand_dims", "squeeze"})
+"""Injective ops that may end a row-reduction group when they keep its rows."""
+
+_Rows = tuple[tuple[int, ...], int]
+"""The rows of a row reduction: (its data's shape, the number of leading row axes)."""
+
 _Cond = Callable[[OpPattern, bool], bool]
 
 
@@ -79,6 +99,8 @@ class _Group:
     """Index of the node whose value is the group's output (the sink)."""
     anchor: int | None = None
     num_nodes: int = 1
+    rows: _Rows | None = None
+    """Set on a group grown from a row reduction: the rows every reduction in it shares."""
 
     def find_root(self) -> _Group:
         root = self
@@ -99,6 +121,8 @@ class Partitioner:
     graph: IndexedGraph
     opt_level: int
     max_depth: int
+    types: ModuleTypes | None = None
+    """The types of the graph's nodes; without them no row-reduction group is made."""
     groups: list[_Group] = field(factory=list)
 
     def partition(self) -> list[_Group]:
@@ -133,9 +157,16 @@ class Partitioner:
         return out
 
     def _check_path(self, src: int, sink: int, cond: _Cond) -> bool:
-        return all(
-            cond(self.groups[i].find_root().pattern, i == sink) for i in self._reach(src, sink)
-        )
+        """Whether `cond` holds on every node between `src` and `sink`; nodes already in
+        the sink's row-reduction group count as the sink (the data of a layer norm feeds
+        both its reductions and its tail, which are one group)."""
+        sink_root = self.groups[sink].find_root()
+        rows_sink = sink_root.rows is not None
+        for i in self._reach(src, sink):
+            root = self.groups[i].find_root()
+            if not cond(root.pattern, i == sink or (rows_sink and root is sink_root)):
+                return False
+        return True
 
     def _try_fuse(self, src: int, sink: int, cond: _Cond) -> None:
         """Merge every node on the paths from `src` to `sink` into the sink's group if the
@@ -190,6 +221,80 @@ class Partitioner:
                 total += self.groups[i].num_nodes
         return total
 
+    # ------------------------------------------------------------------ row reductions
+
+    def _shape(self, nid: int) -> tuple[int, ...] | None:
+        """The static shape of node `nid`'s tensor value (None if not a static tensor)."""
+        ty = None if self.types is None else self.types.table.get(self.graph.nodes[nid].expr)
+        return _static_shape(ty)
+
+    def _reduction_rows(self, nid: int) -> _Rows | None:
+        """The rows of node `nid` if it is a row reduction: a `ROW_REDUCTIONS` call with
+        `keepdims` over the trailing axes (at least one leading axis left) of static data."""
+        call = self.graph.nodes[nid].expr
+        if not (
+            isinstance(call, Call)
+            and isinstance(call.op, Op)
+            and call.op.name in ROW_REDUCTIONS
+            and call.attrs is not None
+            and call.attrs.keepdims
+            and self.types is not None
+        ):
+            return None
+        shape = _static_shape(self.types.table.get(call.args[0]))
+        if shape is None:
+            return None
+        axes = reduce_axes(len(shape), call.attrs.axis, bool(call.attrs.exclude))
+        first = len(shape) - len(axes)
+        if first < 1 or axes != tuple(range(first, len(shape))):
+            return None
+        return shape, first
+
+    def _rows_of(self, group: _Group) -> _Rows | None:
+        """The rows of a root group made of row reductions (None for other groups)."""
+        if group.rows is not None:
+            return group.rows
+        if group.pattern != OpPattern.COMM_REDUCE:
+            return None
+        return self._reduction_rows(group.root)
+
+    def _keeps_rows(self, nid: int, rows: _Rows) -> bool:
+        """Whether node `nid` can end a group of reductions over `rows`: an element-wise or
+        broadcast op with the data's shape, or a reshape-like op whose output is the data's
+        shape with unit axes added or removed."""
+        shape = self._shape(nid)
+        node = self.graph.nodes[nid]
+        if shape is None or not isinstance(node.expr, Call):
+            return False
+        if node.pattern <= OpPattern.BROADCAST:
+            return shape == rows[0]
+        op = node.expr.op
+        if not (isinstance(op, Op) and op.name in ROW_RESHAPES):
+            return False
+        return _without_units(shape) == _without_units(rows[0]) and shape[-1] == rows[0][-1]
+
+    def _fuse_row_tail(self, nid: int, dom: int) -> None:
+        """Fuse the row-reduction group of `nid` into its post-dominator `dom` when every
+        path between them is element-wise/broadcast or a reduction of the same rows and
+        `dom` brings the values back to the rows (module docstring)."""
+        rows = self._rows_of(self.groups[nid].find_root())
+        if rows is None or self._count_with_child(nid, dom) > self.max_depth:
+            return
+        sink_root = self.groups[dom].find_root()
+        if sink_root.pattern > OpPattern.INJECTIVE and self._rows_of(sink_root) != rows:
+            return
+        for i in self._reach(nid, dom):
+            root = self.groups[i].find_root()
+            if i == dom:
+                if not self._keeps_rows(i, rows):
+                    return
+            elif root.pattern > OpPattern.BROADCAST and self._rows_of(root) != rows:
+                return
+        self._commit_fuse(nid, dom)
+        merged = self.groups[dom].find_root()
+        merged.pattern = OpPattern.COMM_REDUCE
+        merged.rows = rows
+
     # ------------------------------------------------------------------ phases
 
     def _run_fuse(self, tree: PostDomTree, phase: int) -> None:
@@ -223,7 +328,21 @@ class Partitioner:
                 self._try_fuse(nid, dom, _injective)
             elif phase == 0 and self._packs_conv_data(nid, dom):
                 self._try_fuse(nid, dom, _into_sink)
-            # COMM_REDUCE never fuses forward.
+            elif group.pattern == OpPattern.COMM_REDUCE and phase == 0:
+                self._fuse_row_tail(nid, dom)
+            # Other COMM_REDUCE groups never fuse forward.
+
+
+def _static_shape(ty: Type | None) -> tuple[int, ...] | None:
+    """The shape of a tensor type whose dimensions are all numbers (else None)."""
+    if not isinstance(ty, TensorType):
+        return None
+    dims = tuple(d for d in ty.shape if isinstance(d, int))
+    return dims if len(dims) == len(ty.shape) else None
+
+
+def _without_units(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
 
 
 def _injective(kind: OpPattern, is_sink: bool) -> bool:
@@ -296,7 +415,7 @@ def _fuse_body(
 ) -> Expr:
     """`body` fused; the type of every node made is recorded in `typed`."""
     graph = IndexedGraph.build(body, params, types)
-    groups = Partitioner(graph, opt_level, max_depth).partition()
+    groups = Partitioner(graph, opt_level, max_depth, types).partition()
     roots = [g.find_root() for g in groups]
     infos: dict[int, _GroupInfo] = {}
     memo: dict[int, Expr] = {}

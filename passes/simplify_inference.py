@@ -6,8 +6,9 @@
 both broadcast along axis `a` with `expand_dims`; `nn.dropout(x).0` becomes `x`. Other
 projections of the same call (`.1`, `.2`) keep reading the original call; a projection
 of a `let`-bound variable is expanded when the call's arguments are atoms.
-`nn.layer_norm` and `nn.instance_norm` become `(x - mean) / sqrt(variance + e)` (biased
-variance, `mean` ops with `keepdims`) times gamma plus beta, and `nn.l2_normalize` becomes
+`nn.layer_norm` and `nn.instance_norm` become `(x - mean) * rsqrt(variance + e)` (biased
+variance, `mean` ops with `keepdims`; TVM divides by `sqrt`, we multiply by one reciprocal
+per row) times gamma plus beta, and `nn.l2_normalize` becomes
 `x / sqrt(maximum(sum(x * x), eps))`, so that they can fuse. `nn.group_norm` is kept.
 The rules run through the rewrite driver in one bottom-up sweep; types (the rank of `x`)
 come from one inference of each function, carried to the nodes the sweep rebuilds.
@@ -77,12 +78,14 @@ def expand_batch_norm(call: Call, x_type: TensorType) -> Expr:
 
 
 def _normalized(x: Expr, axes: list[int], eps: Expr) -> Expr:
-    """`(x - mean) / sqrt(variance + eps)` over `axes` (the biased variance)."""
+    """`(x - mean) * rsqrt(variance + eps)` over `axes` (the biased variance): one
+    reciprocal square root per row, then a multiply per element (a vector divide per
+    element costs as much as the rest of the normalization)."""
     mean = _call("mean", x, axis=axes, keepdims=True)
     centered = _call("subtract", x, mean)
     square = _call("multiply", centered, centered)
     var = _call("mean", square, axis=axes, keepdims=True)
-    return _call("divide", centered, _call("sqrt", _call("add", var, eps)))
+    return _call("multiply", centered, _call("rsqrt", _call("add", var, eps)))
 
 
 def expand_norm(call: Call, x_type: TensorType) -> Expr | None:

@@ -78,8 +78,8 @@ def test_layer_norm_expands():
           %2 = multiply(%1, %1);
           %3 = mean(%2, axis=[0], keepdims=True);
           %4 = add(%3, 1e-05f);
-          %5 = sqrt(%4);
-          %6 = divide(%1, %5);
+          %5 = rsqrt(%4);
+          %6 = multiply(%1, %5);
           %7 = expand_dims(%g, axis=1);
           %8 = multiply(%6, %7);
           %9 = expand_dims(%b, axis=1);
