@@ -125,13 +125,23 @@ def fused_attach_is_exact() -> bool:
     return all(getattr(d, "value", None) == 1 for d in shape)
 
 
-def _rows(s: Schedule, t: Tensor, level: int, target: Target) -> tuple[Any, list[Any], int]:
+def _rows(
+    s: Schedule, t: Tensor, level: int, target: Target, block: int = 1
+) -> tuple[Any, list[Any], int]:
     """Make the row loops of `t`'s stage (its first `level` axes) and vectorize its last
     remaining axis. Returns (loop to attach stages at, row loops, extent of the rows). The
-    rows are one fused loop when bound inference handles fused loops."""
+    rows are one fused loop when bound inference handles fused loops. With `block` > 1
+    dividing the last row axis (and an axis left inside the rows), that axis is split and
+    the stages are attached per block of `block` rows (`row_block`)."""
     stage = s[t]
     axes = list(stage.op.axis)
     sizes = extents(t.op)
+    blocked = (
+        1 < block < sizes[level - 1]
+        and sizes[level - 1] % block == 0
+        and level < len(axes)
+        and fused_attach_is_exact()
+    )
     if level < len(axes):
         if not is_reduction(t.op):
             factor = vector_factor(sizes[-1], target.lanes(t.dtype))
@@ -141,19 +151,30 @@ def _rows(s: Schedule, t: Tensor, level: int, target: Target) -> tuple[Any, list
         elif _reads_along_data(s, t.op):  # type: ignore[arg-type]
             _vector_inner(stage, t.op, level, target)  # type: ignore[arg-type]
     rows = axes[:level]
+    row_extent = math.prod(sizes[:level])
+    if blocked:
+        outer, _ = stage.split(rows[-1], factor=block)
+        rows = [*rows[:-1], outer]
+        row_extent //= block
     if len(rows) > 1 and fused_attach_is_exact():
         rows = [stage.fuse(*rows)]
-    return rows[-1], rows, math.prod(sizes[:level])
+    return rows[-1], rows, row_extent
 
 
-def _vectorize_attached(s: Schedule, op: ComputeOp, level: int, target: Target) -> None:
+def _vectorize_attached(
+    s: Schedule, op: ComputeOp, level: int, target: Target, interleave: int = 1
+) -> None:
     """Inside a row: a reduction with data axes left after `level` that reads along its
     last one gets the reduction loops outside and that axis vectorized; an element-wise
-    stage (softmax's exponentials) gets its last axis vectorized."""
+    stage (softmax's exponentials) gets its last axis vectorized, by `interleave` machine
+    vectors at a time when that many divide it (`schedule_with_tail`)."""
     if len(op.axis) <= level:
         return
     if not is_reduction(op):
-        factor = vector_factor(extents(op)[-1], target.lanes(op.output(0).dtype))
+        lanes = target.lanes(op.output(0).dtype)
+        extent = extents(op)[-1]
+        wide = lanes * interleave
+        factor = wide if interleave > 1 and extent % wide == 0 else vector_factor(extent, lanes)
         if factor:
             _, inner = s[op].split(op.axis[-1], factor=factor)
             s[op].vectorize(inner)
@@ -170,11 +191,25 @@ def output_reading(outputs: list[Tensor], anchor: Tensor) -> Tensor:
 
 
 def schedule_with_tail(
-    s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target, keep_inner: bool = False
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    keep_inner: bool = False,
+    row_block: int = 1,
+    interleave: int = 1,
 ) -> None:
     """Schedule `anchor`'s reduction inside the loops of the output that reads it (module
     docstring); with `keep_inner`, the output's innermost axis stays a vector loop even when
-    it is aligned too (pooling: the window loops go outside a vector of output columns)."""
+    it is aligned too (pooling: the window loops go outside a vector of output columns).
+    With `interleave` > 1, an element-wise stage computed inside the rows is vectorized by
+    that many machine vectors at a time (LLVM splits each operation into that many
+    independent instructions side by side: a long dependent chain such as the exponential's
+    polynomial then fills the core's schedulers from several vectors at once).
+    With `row_block` > 1 dividing the innermost row axis, the stages are computed for a
+    block of that many rows at a time: each stage's loop over the block's rows has
+    independent iterations, so the out-of-order core overlaps one row's serial steps (a
+    horizontal reduction, a division) with the next row's work."""
     from .generic import schedule_stage_default
 
     out = output_reading(outputs, anchor)
@@ -203,13 +238,13 @@ def schedule_with_tail(
     if level == 0:
         schedule_stage_default(s, out, target)
         return
-    at, rows, row_extent = _rows(s, out, level, target)
+    at, rows, row_extent = _rows(s, out, level, target, row_block)
     work = math.prod(sizes)
     for op in stages:
         if depths.get(id(op), 0) >= level:
             s[op].compute_at(s[out], at)
             work += _work(op)
-            _vectorize_attached(s, op, level, target)  # type: ignore[arg-type]
+            _vectorize_attached(s, op, level, target, interleave)  # type: ignore[arg-type]
     if work >= PARALLEL_MIN_WORK and target.num_threads > 1 and row_extent > 1:
         wide = [r for r in rows if (_extent_of(r) or 0) > 1]
         s[out].parallel(wide[0] if wide else rows[0])

@@ -166,3 +166,47 @@ def test_plain_max_keeps_nan_and_infinite_rows(op: str) -> None:
         assert np.isnan(out[row]).all(), row
     assert np.isfinite(out[6]).all()
     assert np.isfinite(np.delete(out[7], 17)).all()  # (log-softmax is -inf at the -inf)
+
+
+def _blocked_nan_rows(rows: int, n: int) -> np.ndarray:
+    x = rand(rows, n)
+    x[0, 5] = np.nan
+    x[3, :] = -np.inf
+    x[9, n - 1] = np.inf
+    x[10, :] = 1e30
+    x[12, 2] = -np.inf
+    return x
+
+
+@pytest.mark.parametrize("target", [AVX2_TWO_THREADS, AVX512_ONE_THREAD])
+@pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
+def test_rows_in_blocks_with_interleaved_exponentials(op: str, target: Target) -> None:
+    """Row counts the block divides: the statistics are computed for `ROW_BLOCK` rows at a
+    time, the exponentials `EXP_INTERLEAVE` machine vectors per operation; NaN and infinite
+    rows still match the interpreter."""
+    from relay.backend.lower.schedules.softmax import EXP_INTERLEAVE, ROW_BLOCK
+
+    x = _blocked_nan_rows(2 * ROW_BLOCK, 128)
+    kernel = check(softmax_fn((2 * ROW_BLOCK, 128), -1, op), [x], target)
+    text = astext(kernel.func)
+    lanes = target.lanes("float32")
+    assert f"softmax_maxelem: float32[{ROW_BLOCK}]" in text  # one statistic per block row
+    if op == "nn.softmax":
+        lines = text.splitlines()
+        step = next(i for i, ln in enumerate(lines) if "softmax_exp[" in ln and "exp(" in ln)
+        assert f"in vectorized(0, {lanes * EXP_INTERLEAVE})" in lines[step - 1]
+    out = aligned_empty(x.shape, "float32")
+    compile_module([lower_pipeline(kernel.func)]).run("kernel", aligned_copy(x), out)
+    assert np.isnan(out[0]).all() and np.isnan(out[3]).all() and np.isnan(out[9]).all()
+
+
+@pytest.mark.parametrize(
+    "shape", [(3, 16, 36), (2, 8, 129), (24, 7), (4, 24, 96), (17, 128), (2, 8, 1)]
+)
+def test_blocks_and_wide_vectors_on_sizes_they_do_not_divide(shape: tuple[int, ...]) -> None:
+    """Rows the block does not divide stay one at a time; a row the wide vector does not
+    divide keeps the machine vector (with a guarded tail where needed)."""
+    for op in ("nn.softmax", "nn.log_softmax"):
+        for target in (AVX2_TWO_THREADS, AVX512_ONE_THREAD):
+            check(softmax_fn(shape, -1, op), [rand(*shape)], target)
+    check(softmax_fn(shape, 0, "nn.softmax"), [rand(*shape)], AVX2_TWO_THREADS)
