@@ -34,6 +34,7 @@ from .passes.quantize import (
     qconfig,
 )
 from .passes.quantize.calibrate import Batch, Runner, default_runner
+from .passes.quantize.check import PointComparison
 
 
 def prerequisite_optimize(mod: IRModule, params: Mapping[str, Any] | None = None) -> IRModule:
@@ -105,6 +106,29 @@ def quantize(
     return quantize_with_report(mod, params, dataset)[0]
 
 
+def compare_points(
+    mod: IRModule,
+    inputs: Mapping[str, Any],
+    params: Mapping[str, Any] | None = None,
+    dataset: Iterable[Batch] | None = None,
+    *,
+    runner: Runner = default_runner,
+) -> list[PointComparison]:
+    """For each quantize point of `mod` (quantized under the current `qconfig`, calibrated
+    on `dataset`), on `inputs`: the realized value's largest distance from the simulated
+    one in quantization steps, and the simulated value's cosine against the float one
+    (`relay.passes.quantize.check`)."""
+    from .passes.quantize import annotate, calibrate
+    from .passes.quantize.check import compare_points as compare
+    from .typecheck import infer_module
+
+    config = current_qconfig()
+    prepared = prerequisite_optimize(mod, params)
+    annotated = annotate(prepared["main"], infer_module(prepared), config)
+    scales = calibrate(annotated, config, dataset, runner)
+    return compare(annotated, scales, config, inputs, runner)
+
+
 def split_params(mod: IRModule, prefix: str = "p") -> tuple[IRModule, dict[str, np.ndarray]]:
     """`mod` with every non-scalar constant of `@main` made a new parameter (`p0`, `p1`,
     ... in order of first use), and those arrays by name."""
@@ -138,9 +162,11 @@ def split_params(mod: IRModule, prefix: str = "p") -> tuple[IRModule, dict[str, 
 
 __all__ = [
     "OPTIONS",
+    "PointComparison",
     "QConfig",
     "QuantizeError",
     "QuantizeReport",
+    "compare_points",
     "current_qconfig",
     "prerequisite_optimize",
     "qconfig",

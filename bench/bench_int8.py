@@ -5,6 +5,7 @@ MobileNet-v2.
         [--size 1024] [--repeat 20] [--threads 2] [--models resnet18,mobilenet_v2]
         [--no-dense] [--no-ort] [--calib 4]
     ... bench/bench_int8.py --accuracy [--models ...] [--images 64] [--modes kl_divergence]
+        [--calibrated-bn]
 
 1. Dense `size`^3: int8 x int8 -> int32 (the tensorized schedule, weights bound so they are
    packed at build time) against fp32 of the same shape, timed in alternating blocks; GOP/s
@@ -199,12 +200,18 @@ MODES = ("global_scale", "kl_divergence", "percentile")
 """The calibration modes of `relay.quantize`."""
 
 
-def load_model(name: str) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
+def load_model(
+    name: str, calibrated_bn: bool = False, bn_shift: float = 0.0
+) -> tuple[Any, np.ndarray, dict[str, np.ndarray]]:
     """Example `name` (examples/NAME.relay), its input `data` and its weights (make_weights
-    seed 0)."""
+    seed 0; with `calibrated_bn`, its `--calibrated-bn --bn-shift bn_shift` weights: batch
+    norms fitted to 16 seeded images, the classifier bias centring the logits)."""
     make_weights = peers.load_make_weights()
     module = relay.parse(Path(make_weights.model_path(name)).read_text())
-    weights = make_weights.make_weights(make_weights.main_parameters(module), seed=0)
+    specs = make_weights.main_parameters(module)
+    weights = make_weights.make_weights(specs, seed=0)
+    if calibrated_bn:
+        weights = make_weights.calibrated_weights(module, specs, weights, seed=0, shift=bn_shift)
     data = np.ascontiguousarray(weights["data"])
     return module, data, {k: v for k, v in weights.items() if k != "data"}
 
@@ -269,33 +276,53 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 
 def logits_module(module: Any) -> Any:
-    """`module` without its final `nn.softmax` (the logits), or as it is."""
+    """`module` inlined into `@main` (graph form) without its final `nn.softmax`: the
+    logits. The examples apply the softmax inside `@head`, so the globals are inlined
+    first; a module whose result is not a softmax is an error (the table would compare
+    probabilities)."""
+    from relay.driver import inline_into_main
     from relay.lang.expr import Call
     from relay.lang.module import IRModule
+    from relay.passes import get_pass
 
-    main = module["main"]
+    main = get_pass("to-graph-normal-form")(inline_into_main(module))["main"]
     body = main.body
-    if isinstance(body, Call) and getattr(body.op, "name", "") == "nn.softmax":
-        return IRModule.from_expr(main.replace(body=body.args[0], ret_type=None))
-    return module
+    if not (isinstance(body, Call) and getattr(body.op, "name", "") == "nn.softmax"):
+        raise SystemExit("the model's result is not an nn.softmax: no logits to compare")
+    return IRModule.from_expr(main.replace(body=body.args[0], ret_type=None))
 
 
-def accuracy(name: str, modes: list[str], count: int, calib: int, threads: int) -> None:
+def accuracy(
+    name: str,
+    modes: list[str],
+    count: int,
+    calib: int,
+    threads: int,
+    calibrated_bn: bool,
+    bn_shift: float = 0.0,
+) -> None:
     """Issue 14's table for `name`: over `count` seeded images (not the calibration ones),
     each mode's int8 top-1 agreement with fp32, the cosine of the logits (softmax removed)
     and of the probabilities, mean and minimum over the images."""
-    module, data, params = load_model(name)
+    module, data, params = load_model(name, calibrated_bn, bn_shift)
     module = logits_module(module)
     target = f"llvm -num-threads={threads}"
     fp32 = relay.build(module, target=target, params=params)
     test = images(data.shape, count, 11)
     want = [np.asarray(fp32.run(data=x)).ravel() for x in test]
     calib_images = images(data.shape, calib, 7)
-    top = np.sort(np.stack(want), axis=1)
+    stacked = np.stack(want)
+    top = np.sort(stacked, axis=1)
     gap = float(np.median(top[:, -1] - top[:, -2]))
     classes = len({int(np.argmax(w)) for w in want})
-    print(f"{name}: fp32 picks {classes} classes over {count} images, median top-2 logit gap"
-          f" {gap:.3f}, logit std {float(np.std(np.stack(want))):.3f}")  # fmt: skip
+    across = float(np.mean(np.std(stacked, axis=0)))
+    within = float(np.mean(np.std(stacked, axis=1)))
+    weights = (
+        f"batch norms calibrated, shift {bn_shift:g}" if calibrated_bn else "random batch norms"
+    )
+    print(f"{name} ({weights}): fp32 picks {classes} classes over {count} images, median"
+          f" top-2 logit gap {gap:.4f}, logit std across images {across:.4f} (per logit,"
+          f" mean), across classes {within:.4f} (per image, mean)")  # fmt: skip
     print("| model | mode | top-1 agree | logit cosine mean / min | softmax cosine mean / min |"
           " interpreted kernels |")  # fmt: skip
     print("| --- | --- | --- | --- | --- | --- |")
@@ -365,11 +392,17 @@ def main() -> int:
                         help="print the accuracy table of each model instead of timing")  # fmt: skip
     parser.add_argument("--images", type=int, default=64)
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--calibrated-bn", action="store_true",
+                        help="weights from make_weights --calibrated-bn (batch norms fitted"
+                        " to seeded images) instead of random batch-norm statistics")  # fmt: skip
+    parser.add_argument("--bn-shift", type=float, default=0.0,
+                        help="with --calibrated-bn: make_weights --bn-shift")  # fmt: skip
     args = parser.parse_args()
     models = [m for m in args.models.split(",") if m]
     if args.accuracy:
         for name in models:
-            accuracy(name, args.modes.split(","), args.images, args.calib, args.threads)
+            accuracy(name, args.modes.split(","), args.images, args.calib, args.threads,
+                     args.calibrated_bn, args.bn_shift)  # fmt: skip
         return 0
     if not args.no_dense:
         bench_dense(args.size, args.repeat, args.threads)

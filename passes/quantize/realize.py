@@ -198,8 +198,16 @@ def _has_int(value: RValue) -> bool:
     return isinstance(value, QInt)
 
 
-def realize(annotated: Annotated, scales: dict[QPoint, PointScale], config: QConfig) -> Function:
-    """The integer program of `annotated` with calibrated `scales`."""
+def realize(
+    annotated: Annotated,
+    scales: dict[QPoint, PointScale],
+    config: QConfig,
+    taps: dict[QPoint, Expr] | None = None,
+) -> Function:
+    """The integer program of `annotated` with calibrated `scales`. When `taps` is given,
+    it receives each point's value as a float expression of the realized program
+    (`cast(q, "float32") * dom_scale`; `quantize.check` compares them with the simulated
+    program's)."""
     fn = annotated.function
     values: dict[int, RValue] = {}
     for node in post_order(fn.body):
@@ -224,4 +232,7 @@ def realize(annotated: Annotated, scales: dict[QPoint, PointScale], config: QCon
         else:
             raise QuantizeError.at(node.span, f"cannot realize a {type(node).__name__}")
         values[id(node)] = result
+    if taps is not None:
+        for marker, point in annotated.points.items():
+            taps[point] = dequantize(values[id(marker)])
     return fn.replace(body=dequantize(values[id(fn.body)]))

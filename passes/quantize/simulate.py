@@ -21,11 +21,18 @@ class _Simulator(ExprMutator):
     """Rebuilds bottom-up; a marker (looked up by its original node) becomes a fake
     quantization of its rebuilt argument."""
 
-    def __init__(self, annotated: Annotated, scales: dict[QPoint, PointScale], config: QConfig):
+    def __init__(
+        self,
+        annotated: Annotated,
+        scales: dict[QPoint, PointScale],
+        config: QConfig,
+        taps: dict[QPoint, Expr] | None,
+    ):
         super().__init__()
         self.points = annotated.points
         self.scales = scales
         self.rounding = config.rounding
+        self.taps = taps
 
     def rewrite_node(self, node: Expr) -> Expr:
         rebuilt = self.rebuilt(node)
@@ -35,15 +42,26 @@ class _Simulator(ExprMutator):
         assert isinstance(rebuilt, Call)
         s = self.scales[point]
         x = rebuilt.args[0]
+        fake: Expr
         if isinstance(x, Constant):
             q = quantize_array(x.data, s.dom_scale, s.clip_min, s.clip_max, self.rounding)
-            return Constant((q * np.float32(s.dom_scale)).astype(np.float32))
-        q_expr = quantize_float(x, s.dom_scale, s.clip_min, s.clip_max, self.rounding)
-        return call("multiply", q_expr, scalar(s.dom_scale, "float32"))
+            fake = Constant((q * np.float32(s.dom_scale)).astype(np.float32))
+        else:
+            q_expr = quantize_float(x, s.dom_scale, s.clip_min, s.clip_max, self.rounding)
+            fake = call("multiply", q_expr, scalar(s.dom_scale, "float32"))
+        if self.taps is not None:
+            self.taps[point] = fake
+        return fake
 
 
-def simulate(annotated: Annotated, scales: dict[QPoint, PointScale], config: QConfig) -> Function:
-    """The simulated (float) program of `annotated` with calibrated `scales`."""
-    result = _Simulator(annotated, scales, config).visit(annotated.function)
+def simulate(
+    annotated: Annotated,
+    scales: dict[QPoint, PointScale],
+    config: QConfig,
+    taps: dict[QPoint, Expr] | None = None,
+) -> Function:
+    """The simulated (float) program of `annotated` with calibrated `scales`; `taps`, when
+    given, receives each point's fake-quantized value (see `realize`)."""
+    result = _Simulator(annotated, scales, config, taps).visit(annotated.function)
     assert isinstance(result, Function)
     return result

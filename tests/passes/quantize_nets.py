@@ -142,3 +142,57 @@ def residual_chain(
         params.update({f"w{k}b": he(c, c, 3, 3), **bn_values(f"b{k}")})
     params["wd"] = he(classes, c)
     return relay.parse(text), params
+
+
+def mobile_net(seed: int, channels: int = 8, size: int = 8, classes: int = 10) -> tuple:
+    """MobileNet-v2's structure in small: conv-bn-relu6 stem, an inverted residual block
+    (1x1 expand-bn-relu6, depthwise 3x3-bn-relu6, 1x1 project-bn, plus the block's input),
+    a stride-2 depthwise, global pool, dense + bias (logits); seeded weights. Returns the
+    module and its params."""
+    rng = np.random.default_rng(seed)
+    c, e = channels, 3 * channels
+
+    def bn(prefix: str, n: int) -> str:
+        return ", ".join(f"%{prefix}{r}: Tensor[({n}), float32]" for r in "gbmv")
+
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 3, {size}, {size}), float32],
+          %w0: Tensor[({c}, 3, 3, 3), float32], {bn("s", c)},
+          %we: Tensor[({e}, {c}, 1, 1), float32], {bn("e", e)},
+          %wd: Tensor[({e}, 1, 3, 3), float32], {bn("d", e)},
+          %wp: Tensor[({c}, {e}, 1, 1), float32], {bn("p", c)},
+          %w2: Tensor[({c}, 1, 3, 3), float32], {bn("t", c)},
+          %fc: Tensor[({classes}, {c}), float32], %fcb: Tensor[({classes}), float32]) {{
+  %0 = nn.conv2d(%x, %w0, padding=[1, 1, 1, 1]);
+  %1 = clip(nn.batch_norm(%0, %sg, %sb, %sm, %sv).0, a_min=0f, a_max=6f);
+  %2 = nn.conv2d(%1, %we);
+  %3 = clip(nn.batch_norm(%2, %eg, %eb, %em, %ev).0, a_min=0f, a_max=6f);
+  %4 = nn.conv2d(%3, %wd, padding=[1, 1, 1, 1], groups={e});
+  %5 = clip(nn.batch_norm(%4, %dg, %db, %dm, %dv).0, a_min=0f, a_max=6f);
+  %6 = nn.conv2d(%5, %wp);
+  %7 = add(nn.batch_norm(%6, %pg, %pb, %pm, %pv).0, %1);
+  %8 = nn.conv2d(%7, %w2, strides=[2, 2], padding=[1, 1, 1, 1], groups={c});
+  %9 = clip(nn.batch_norm(%8, %tg, %tb, %tm, %tv).0, a_min=0f, a_max=6f);
+  %10 = nn.batch_flatten(nn.global_avg_pool2d(%9));
+  nn.bias_add(nn.dense(%10, %fc), %fcb)
+}}
+"""
+
+    def he(*shape: int) -> np.ndarray:
+        fan_in = int(np.prod(shape[1:]))
+        return rng.normal(0, np.sqrt(2.0 / fan_in), shape).astype(np.float32)
+
+    def bn_values(prefix: str, n: int) -> dict[str, np.ndarray]:
+        return {
+            f"{prefix}g": rng.uniform(0.8, 1.2, n).astype(np.float32),
+            f"{prefix}b": rng.normal(0, 0.05, n).astype(np.float32),
+            f"{prefix}m": rng.normal(0, 0.05, n).astype(np.float32),
+            f"{prefix}v": rng.uniform(0.5, 1.5, n).astype(np.float32),
+        }
+
+    params = {"w0": he(c, 3, 3, 3), **bn_values("s", c), "we": he(e, c, 1, 1)}
+    params.update({**bn_values("e", e), "wd": he(e, 1, 3, 3), **bn_values("d", e)})
+    params.update({"wp": he(c, e, 1, 1), **bn_values("p", c), "w2": he(c, 1, 3, 3)})
+    params.update({**bn_values("t", c), "fc": he(classes, c)})
+    params["fcb"] = rng.normal(0, 0.05, classes).astype(np.float32)
+    return relay.parse(text), params
