@@ -128,10 +128,12 @@ def test_multiplier_weight_form(stride):
 
 
 def test_int8_accumulates_in_int32():
+    """int8 depthwise convs take the paired-taps int8 schedule (schedules/int8_depthwise.py),
+    not the float planes, and accumulate exactly in int32."""
     got, want, s = depthwise_case(1, 6, 20, 20, dtype="int8", out_dtype="int32", epilogue=False)
     assert got.dtype == np.int32
-    assert_close(got, want)
-    form_of(s)
+    np.testing.assert_array_equal(got, want)
+    assert "int8.depthwise_pairs" in str(s.trace)
 
 
 @pytest.mark.parametrize(
