@@ -423,6 +423,18 @@ def _schedule_data(s: Schedule, d: Tensor, target: Target) -> None:
         ds.parallel(ds.fuse(b, ico, h))
 
 
+def _conv_weight_sum(wt: Tensor, shift: int) -> Tensor:
+    """`shift * sum(w)` per output channel of an OIHW int8 weight: the correction for data
+    shifted by `shift` to unsigned."""
+    OC, IC, KH, KW = (int(getattr(d, "value", 0)) for d in wt.shape)
+    ric, rh, rw = reduce_axis(IC, "ic"), reduce_axis(KH, "kh"), reduce_axis(KW, "kw")
+    return compute(
+        (OC,),
+        lambda oc: sum_(cast("int32", wt[oc, ric.var, rh.var, rw.var]) * shift, axis=[ric, rh, rw]),
+        name=f"{wt.name}_sum",
+    )
+
+
 @register_rewrite("int8.conv2d")
 def conv2d_int8_rewrite(op: Any, kind: str, owt: int, vb: int) -> dict[str, Tensor]:
     """The int8 conv2d anchor `op` computed with plan `kind`'s operands by tiles of `owt`
@@ -470,16 +482,7 @@ def conv2d_int8_rewrite(op: Any, kind: str, owt: int, vb: int) -> dict[str, Tens
     acc = compute((B, ocb, OH, owp, L), acc_body, name=f"{c.op.name}_int8", tag=c.op.tag,
                   attrs=c.op.attrs)  # fmt: skip
     res = compute((B, ocb, OH, owp, L), lambda *i: acc[i], name=f"{c.op.name}_res")
-    wsum = None
-    if plan.shift:
-        ric, rh, rw = reduce_axis(IC, "ic"), reduce_axis(KH, "kh"), reduce_axis(KW, "kw")
-        wsum = compute(
-            (OC,),
-            lambda oc: sum_(
-                cast("int32", wt[oc, ric.var, rh.var, rw.var]) * plan.shift, axis=[ric, rh, rw]
-            ),
-            name=f"{wt.name}_sum",
-        )
+    wsum = _conv_weight_sum(wt, plan.shift) if plan.shift else None
 
     def view(b: Var, oc: Var, oh: Var, ow: Var) -> PrimExpr:
         value = res[b, oc // L, oh, ow, oc % L]
@@ -602,16 +605,7 @@ def conv2d_columns_rewrite(op: Any, kind: str, ocb: int, vb: int) -> dict[str, T
     acc = compute((B, ocp, OH, owp), acc_body, name=f"{c.op.name}_int8", tag=c.op.tag,
                   attrs=c.op.attrs)  # fmt: skip
     res = compute((B, ocp, OH, owp), lambda *i: acc[i], name=f"{c.op.name}_res")
-    wsum = None
-    if plan.shift:
-        ric, rh, rw = reduce_axis(IC, "ic"), reduce_axis(KH, "kh"), reduce_axis(KW, "kw")
-        wsum = compute(
-            (OC,),
-            lambda oc: sum_(
-                cast("int32", wt[oc, ric.var, rh.var, rw.var]) * plan.shift, axis=[ric, rh, rw]
-            ),
-            name=f"{wt.name}_sum",
-        )
+    wsum = _conv_weight_sum(wt, plan.shift) if plan.shift else None
 
     def view(b: Var, oc: Var, oh: Var, ow: Var) -> PrimExpr:
         value = res[b, oc, oh, ow]
