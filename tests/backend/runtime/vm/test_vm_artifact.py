@@ -3,7 +3,6 @@ the original; damaged or edited artifacts are refused with an `ArtifactError`.""
 
 from __future__ import annotations
 
-import json
 import sys
 import zipfile
 from pathlib import Path
@@ -17,6 +16,7 @@ from relay.backend.runtime.vm import VMModel
 from relay.passes import values_close
 
 sys.path.insert(0, str(Path(__file__).parent))
+from artifact_edit import edited_artifact
 from test_vm_models import model_and_inputs
 
 TARGET = "llvm -num-threads=1"
@@ -36,19 +36,6 @@ def @main(%xs: List[Tensor[(3), float32]], %w: Tensor[(3), float32]) {
   }
 }
 """
-
-
-def _edited(src: Path, dst: Path, edit) -> Path:
-    """A copy of artifact `src` with `model.json` changed by `edit` (other members as-is)."""
-    with zipfile.ZipFile(src) as z:
-        members = {name: z.read(name) for name in z.namelist()}
-    meta = json.loads(members["model.json"])
-    edit(meta)
-    members["model.json"] = json.dumps(meta).encode()
-    with zipfile.ZipFile(dst, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return dst
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +174,7 @@ def _wrong_constructor(meta):
 def test_an_edited_model_json_is_refused_with_the_reason(lstm, tmp_path, edit, message):
     _, _, path = lstm
     with pytest.raises(ArtifactError, match=message):
-        relay.load(_edited(path, tmp_path / "edited.relaymod", edit))
+        relay.load(edited_artifact(path, tmp_path / "edited.relaymod", edit))
 
 
 def test_the_loaded_model_checks_its_inputs_as_the_original(lstm):

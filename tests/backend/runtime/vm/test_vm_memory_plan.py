@@ -5,9 +5,7 @@ plan, and one whose plan was edited, or of the old format, is refused."""
 
 from __future__ import annotations
 
-import json
 import sys
-import zipfile
 from pathlib import Path
 
 import attrs
@@ -26,6 +24,7 @@ from relay.grammar import parse
 from relay.passes import values_close
 
 sys.path.insert(0, str(Path(__file__).parent))
+from artifact_edit import edited_artifact
 from test_vm_models import model_and_inputs
 
 TARGET = "llvm -num-threads=1"
@@ -162,18 +161,6 @@ def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(8, 8), float32], %c: bool) {
         assert values_close(interpret(mod, x, w, c), model.run(x, w, c), 1e-6, 1e-6)
 
 
-def _edited(src: Path, dst: Path, edit) -> Path:
-    with zipfile.ZipFile(src) as z:
-        members = {name: z.read(name) for name in z.namelist()}
-    meta = json.loads(members["model.json"])
-    edit(meta)
-    members["model.json"] = json.dumps(meta).encode()
-    with zipfile.ZipFile(dst, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return dst
-
-
 def _reuse_a_live_register(meta: dict) -> None:
     """Make the first unplanned `AllocTensor` reuse the register allocated just before it
     (live: the kernel that writes it has not run yet, or reads it)."""
@@ -201,8 +188,10 @@ def test_artifact_keeps_the_plan_and_refuses_an_edited_or_old_one(tmp_path):
     assert values_close(model.run(**inputs), loaded.run(**inputs), 0.0, 0.0)
     assert loaded.stats.allocations == model.stats.allocations
     with pytest.raises(ArtifactError, match="memory plan"):
-        relay.load(_edited(path, tmp_path / "plan.relaymod", _reuse_a_live_register))
-    old = _edited(path, tmp_path / "old.relaymod", lambda meta: meta.update(format="relaymod-vm-1"))
+        relay.load(edited_artifact(path, tmp_path / "plan.relaymod", _reuse_a_live_register))
+    old = edited_artifact(
+        path, tmp_path / "old.relaymod", lambda meta: meta.update(format="relaymod-vm-1")
+    )
     with pytest.raises(ArtifactError, match=r"relaymod-vm-1.*rebuild"):
         relay.load(old)
 
