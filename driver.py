@@ -232,10 +232,11 @@ STAGES = (
     ("workers.tir", "  loop-IR passes (CPU seconds summed over the workers)"),
     ("workers.llvm-ir", "  building and parsing LLVM IR (CPU, summed)"),
     ("workers.llvm-opt", "  the LLVM O3 pipeline (CPU, summed)"),
+    ("workers.machine-code", "  LLVM code generation, one object per share (CPU, summed)"),
     ("llvm-ir", "building and parsing LLVM IR"),
     ("llvm-opt", "the LLVM O3 pipeline"),
-    ("link", "linking the workers' parts with the entry function"),
-    ("machine-code", "LLVM code generation (one object file)"),
+    ("link", "the entry function's module; the parts' kernels renamed"),
+    ("machine-code", "LLVM code generation (in-process: the library; else the entry's object)"),
     ("load", "loading the object code"),
 )
 """The stages a compiled model's `stats.seconds` may hold, in build order, described."""

@@ -6,9 +6,14 @@ host), emits object code, and links that object
 code into a fresh MCJIT execution engine: the code that runs is exactly `.object_code`, so a
 saved library behaves like the freshly compiled one. `load_library(object_code)` does only the
 last step, in any process on a machine with the features the code was compiled for.
-`kernel_bitcode(share)` and `link_parts(parts, funcs, entry)` split `compile_module` in two,
-so shares of the kernels can be optimized in other processes (`compile_jobs`) and still
-make one object file.
+`kernel_object(share)` and `link_objects(parts, funcs, entry)` split `compile_module` in two,
+so shares of the kernels can be compiled to object code in other processes (`compile_jobs`):
+the library's object code is then the entry function's object followed by one object per
+share, packed as a System V `ar` archive (`pack_objects`; a library of one object is that
+ELF file as is), which `load_library` loads into one engine. Objects are emitted with static
+relocations and the large code model (`llvm_target`), so several of them link together in
+one engine (position-independent large-model objects do not: LLVM's RuntimeDyld resolves
+every object's GOT-relative references to constants against the first object's GOT).
 
 Each library carries a manifest (a JSON string in the global `__relay_manifest`) naming its
 functions and their parameter counts, so a loaded library knows its own signatures. The
@@ -262,7 +267,7 @@ def compile_module(
     return _library(ref, manifest, text, target, seconds)
 
 
-def kernel_bitcode(
+def kernel_object(
     funcs: Sequence[PrimFunc],
     name: str = "relay_part",
     optimize: bool = True,
@@ -270,18 +275,21 @@ def kernel_bitcode(
     seconds: Seconds | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> bytes:
-    """LLVM bitcode of the kernels `funcs` alone (no entry function, no manifest),
-    optimized as `compile_module` optimizes them: one part of a library that `link_parts`
-    completes. Kernels are independent functions, so compiling them in parts gives each
-    the code it gets in one module. Stage times by `clock` are added to `seconds`."""
+    """The object code of the kernels `funcs` alone (no entry function, no manifest),
+    optimized and emitted as `compile_module` does: one part of a library that
+    `link_objects` completes. Kernels are independent functions, so compiling them in parts
+    gives each the code it gets in one module. Stage times by `clock` are added to
+    `seconds` (`llvm-ir`, `llvm-opt`, `machine-code`)."""
     with timed(seconds, "llvm-ir", clock):
         module = _new_module(name)
         _emit_kernels(module, funcs)
         text = str(module)
-    return bytes(_parsed(text, optimize, target, seconds, clock).as_bitcode())
+    ref = _parsed(text, optimize, target, seconds, clock)
+    with timed(seconds, "machine-code", clock):
+        return bytes(llvm_target.target_machine(target).emit_object(ref))
 
 
-def link_parts(
+def link_objects(
     parts: Sequence[bytes],
     funcs: Sequence[PrimFunc],
     entry: EntryPlan | None = None,
@@ -292,62 +300,160 @@ def link_parts(
     seconds: Seconds | None = None,
     renames: Mapping[str, str] | None = None,
 ) -> CompiledLibrary:
-    """The library of kernels `funcs` whose code is in `parts` (`kernel_bitcode` of a
-    share of them each; `funcs` give the kernels' names and signatures), with `entry`
-    (and its profiling twin unless `profiled` is false) and the manifest: the same library
-    `compile_module(funcs, ...)` makes, as ONE object file. The entry module is optimized
-    on its own, then the parts are linked into it. `renames` maps names the parts' kernels
-    were compiled under (without dots) to their names in `funcs`: each kernel's functions
-    (`k`, `k.par0`, ...) are renamed before linking. Stage times are added to `seconds`."""
+    """The library of kernels `funcs` whose object code is in `parts` (`kernel_object` of
+    a share of them each; `funcs` give the kernels' names and signatures), with `entry`
+    (and its profiling twin unless `profiled` is false) and the manifest in one more object
+    compiled here: the library `compile_module(funcs, ...)` makes, its object code an
+    archive of the entry's object and the parts (`pack_objects`). `renames` maps names the
+    parts' kernels were compiled under (without dots) to their names in `funcs`: each
+    kernel's symbols (`k`, `k.par0`, ...) are renamed in the parts' object code
+    (`rename_symbols`). The library's `llvm_ir` is the entry module's. Stage times are
+    added to `seconds` (`link`: the entry module and the renaming; `machine-code`: the
+    entry's object; `load`)."""
     _check_names(funcs)
     with timed(seconds, "link"):
+        objects = [rename_symbols(part, renames or {}) for part in parts]
+        defined: set[str] = set()
+        for obj in objects:
+            defined.update(_elf_symbols(obj)[0])
+        missing = [f.name for f in funcs if f.name not in defined]
+        if missing:
+            raise CodegenError(f"no part of the library defines {', '.join(missing)}")
         module = _new_module(name)
         manifest = _emit_entry(module, funcs, entry, profiled)
         text = str(module)
         ref = _parsed(text, optimize, target)
-        for part in parts:
-            ref.link_in(_renamed(llvm.parse_bitcode(part), renames or {}))
-    defined = {f.name for f in ref.functions if not f.is_declaration}
-    missing = [f.name for f in funcs if f.name not in defined]
-    if missing:
-        raise CodegenError(f"no part of the library defines {', '.join(missing)}")
-    return _library(ref, manifest, text, target, seconds)
+    with timed(seconds, "machine-code"):
+        entry_object = bytes(llvm_target.target_machine(target).emit_object(ref))
+    object_code = pack_objects([entry_object, *objects])
+    with timed(seconds, "load"):
+        engine = _link(object_code)
+    return CompiledLibrary(engine, object_code, manifest, str(ref), text, target)
 
 
-def _renamed(part: llvm.ModuleRef, renames: Mapping[str, str]) -> llvm.ModuleRef:
-    """`part` with each function defined under a name of `renames` (or `name.suffix`)
-    renamed to the new name (with the same suffix)."""
-    if renames:
-        for fn in part.functions:
-            if not fn.is_declaration:
-                base, dot, rest = fn.name.partition(".")
-                new = renames.get(base)
-                if new is not None:
-                    fn.name = new + dot + rest
-    return part
+ARCHIVE_MAGIC = b"!<arch>\n"
+_MEMBER_HEADER = 60
 
 
-def undefined_symbols(object_code: bytes) -> list[str]:
-    """Names of the symbols an ELF64 little-endian object file needs from elsewhere."""
-    if object_code[:4] != b"\x7fELF" or object_code[4] != 2 or object_code[5] != 1:
+def pack_objects(objects: Sequence[bytes]) -> bytes:
+    """The object code of a library made of `objects`: the one object as is, several as
+    a System V `ar` archive of members `part<k>.o` in order (`object_members` reads it)."""
+    if len(objects) == 1:
+        return bytes(objects[0])
+    out = bytearray(ARCHIVE_MAGIC)
+    for k, obj in enumerate(objects):
+        header = f"{f'part{k}.o/':<16}{0:<12}{0:<6}{0:<6}{644:<8}{len(obj):<10}`\n"
+        out += header.encode() + obj
+        if len(obj) % 2:
+            out += b"\n"
+    return bytes(out)
+
+
+def object_members(object_code: bytes) -> list[bytes]:
+    """The object files of a library's object code (`pack_objects`); a `CodegenError`
+    when the archive is damaged."""
+    if not object_code.startswith(ARCHIVE_MAGIC):
+        return [object_code]
+    members: list[bytes] = []
+    pos = len(ARCHIVE_MAGIC)
+    while pos < len(object_code):
+        header = object_code[pos : pos + _MEMBER_HEADER]
+        size_field = header[48:58].strip()
+        if len(header) < _MEMBER_HEADER or header[58:] != b"`\n" or not size_field.isdigit():
+            raise CodegenError("object code is damaged: a bad archive member header")
+        size = int(size_field)
+        pos += _MEMBER_HEADER
+        if pos + size > len(object_code):
+            raise CodegenError("object code is damaged: an archive member is cut short")
+        members.append(object_code[pos : pos + size])
+        pos += size + size % 2
+    if not members:
+        raise CodegenError("object code is damaged: an empty archive")
+    return members
+
+
+_SECTION = struct.Struct("<IIQQQQIIQQ")
+_SH_OFFSET = 0x18  # where a section header holds its file offset, then its size
+
+
+def _elf_sections(obj: bytes) -> list[tuple[int, ...]]:
+    """The section headers of a 64-bit little-endian ELF object file."""
+    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
         raise CodegenError("object code is not a 64-bit little-endian ELF file")
-    (shoff,) = struct.unpack_from("<Q", object_code, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", object_code, 0x3A)
-    sections = [
-        struct.unpack_from("<IIQQQQIIQQ", object_code, shoff + k * shentsize) for k in range(shnum)
-    ]
-    names: list[str] = []
-    for sec in sections:
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    return [_SECTION.unpack_from(obj, shoff + k * shentsize) for k in range(shnum)]
+
+
+def _symbol_entries(obj: bytes) -> Iterator[tuple[int, int, str, int]]:
+    """Each named symbol of an ELF object: the symbol table's index, the entry's file
+    offset, its name and its section index (0: undefined)."""
+    sections = _elf_sections(obj)
+    for index, sec in enumerate(sections):
         if sec[1] != 2:  # SHT_SYMTAB
             continue
         offset, size, link, entsize = sec[4], sec[5], sec[6], sec[9] or 24
         strtab = sections[link][4]
         for pos in range(offset + entsize, offset + size, entsize):
-            st_name, _info, _other, st_shndx = struct.unpack_from("<IBBH", object_code, pos)
-            if st_shndx == 0 and st_name:
-                end = object_code.index(b"\0", strtab + st_name)
-                names.append(object_code[strtab + st_name : end].decode())
-    return names
+            st_name, _info, _other, st_shndx = struct.unpack_from("<IBBH", obj, pos)
+            if st_name:
+                end = obj.index(b"\0", strtab + st_name)
+                yield index, pos, obj[strtab + st_name : end].decode(), st_shndx
+
+
+def _elf_symbols(obj: bytes) -> tuple[set[str], set[str]]:
+    """The symbols one ELF object defines and those it needs from elsewhere."""
+    defined: set[str] = set()
+    needed: set[str] = set()
+    for _, _, name, shndx in _symbol_entries(obj):
+        (needed if shndx == 0 else defined).add(name)
+    return defined, needed
+
+
+def undefined_symbols(object_code: bytes) -> list[str]:
+    """Names of the symbols a library's object code (one ELF64 little-endian object file,
+    or an archive of them) needs from elsewhere, sorted."""
+    defined: set[str] = set()
+    needed: set[str] = set()
+    for obj in object_members(object_code):
+        d, n = _elf_symbols(obj)
+        defined |= d
+        needed |= n
+    return sorted(needed - defined)
+
+
+def rename_symbols(obj: bytes, renames: Mapping[str, str]) -> bytes:
+    """ELF object `obj` with each symbol named `old` or `old.suffix` for an `old` of
+    `renames` named `renames[old]` (with the same suffix). The new names go in a copy of
+    the symbol string table appended to the file (the old table stays in place: section
+    names may share it)."""
+    if not renames:
+        return obj
+    sections = _elf_sections(obj)
+    data = bytearray(obj)
+    tables: dict[int, tuple[bytearray, dict[str, int]]] = {}
+    for index, pos, name, _ in _symbol_entries(obj):
+        base, dot, rest = name.partition(".")
+        new = renames.get(base)
+        if new is None:
+            continue
+        link = sections[index][6]
+        if link not in tables:
+            start, size = sections[link][4], sections[link][5]
+            tables[link] = (bytearray(obj[start : start + size]), {})
+        table, offsets = tables[link]
+        full = new + dot + rest
+        if full not in offsets:
+            offsets[full] = len(table)
+            table += full.encode() + b"\0"
+        struct.pack_into("<I", data, pos, offsets[full])
+    (shoff,) = struct.unpack_from("<Q", obj, 0x28)
+    (shentsize,) = struct.unpack_from("<H", obj, 0x3A)
+    for link, (table, _) in tables.items():
+        header = shoff + link * shentsize + _SH_OFFSET
+        struct.pack_into("<QQ", data, header, len(data), len(table))
+        data += table
+    return bytes(data)
 
 
 _LINKER_SYMBOLS = frozenset(["_GLOBAL_OFFSET_TABLE_"])  # provided by the JIT linker itself
@@ -356,8 +462,9 @@ _LINKER_SYMBOLS = frozenset(["_GLOBAL_OFFSET_TABLE_"])  # provided by the JIT li
 def _link(object_code: bytes) -> llvm.ExecutionEngine:
     threadpool.runtime()  # kernels link to the process's pool symbols
     try:
+        objects = object_members(object_code)
         needed = [s for s in undefined_symbols(object_code) if s not in _LINKER_SYMBOLS]
-    except (struct.error, IndexError, ValueError) as exc:
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError) as exc:
         raise CodegenError(f"object code is damaged: {exc}") from None
     missing = [s for s in needed if llvm.address_of_symbol(s) is None]
     if missing:
@@ -367,7 +474,8 @@ def _link(object_code: bytes) -> llvm.ExecutionEngine:
     empty = llvm.parse_assembly("")
     empty.triple = llvm_target.triple()
     engine = llvm.create_mcjit_compiler(empty, llvm_target.new_target_machine())
-    engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     return engine
 
@@ -375,7 +483,10 @@ def _link(object_code: bytes) -> llvm.ExecutionEngine:
 def load_library(object_code: bytes) -> CompiledLibrary:
     """Load object code saved from `CompiledLibrary.object_code`, without recompiling."""
     llvm_target.initialize()
-    if not object_code.startswith(b"\x7fELF") or MANIFEST_SYMBOL.encode() not in object_code:
+    if (
+        not object_code.startswith((b"\x7fELF", ARCHIVE_MAGIC))
+        or MANIFEST_SYMBOL.encode() not in object_code
+    ):
         raise CodegenError("this is not object code of a relay library")
     engine = _link(bytes(object_code))
     addr = engine.get_global_value_address(MANIFEST_SYMBOL)

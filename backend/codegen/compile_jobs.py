@@ -7,13 +7,15 @@ independent of the other kernels', so a big library runs them in worker processe
 kernels are sorted by an estimate of their size (`kernel_size`, unrolled loops counted as
 many times as they unroll), grouped into shares (a big kernel alone, small ones together)
 and handed out largest first to whichever worker is free. A worker sends back the
-optimized LLVM bitcode of its share (`compile.kernel_bitcode`, the same O3 pipeline and
-target machine as in-process); the parent links the parts into the module of the entry
-function and the manifest and emits ONE object file (`compile.link_parts`), so the
-library, its artifact and `load_library` are the same as when compiled in one piece. (The
-one difference: the entry function is optimized without the kernels' bodies, so no small
-kernel is inlined into it.) `KernelStream` does the same for kernels handed over while they
-are still being lowered, so the workers start before the last kernel is lowered.
+object code of its share (`compile.kernel_object`: the same O3 pipeline, target machine
+and code generation as in-process); the parent compiles the entry function and the
+manifest into one more object and loads them all into one engine (`compile.link_objects`):
+the library's object code is an archive of those objects (`compile.pack_objects`), which
+the artifact stores and `load_library` loads as it does a single object. The kernels' code
+is the code they get when compiled in one piece; the entry function is optimized without
+the kernels' bodies, so no small kernel is inlined into it. `KernelStream` does the same
+for kernels handed over while they are still being lowered, so the workers start before the
+last kernel is lowered.
 
 When it runs in parallel: with more than one CPU, and when the kernels' estimated size is at
 least `PARALLEL_MIN_SIZE` (a convnet, not an MLP: below that, starting workers costs more
@@ -54,11 +56,11 @@ from ..target import Target
 from ..tir.stmt import For, ForKind, PrimFunc
 from ..tir.transform import lower_pipeline
 from ..tir.visitor import children
-from .compile import CompiledLibrary, compile_module, kernel_bitcode, link_parts
+from .compile import CompiledLibrary, compile_module, kernel_object, link_objects
 from .entry import EntryPlan
 
 Part = tuple[bytes, dict[str, float]]
-"""What a worker answers for one share: its optimized bitcode and its stage seconds."""
+"""What a worker answers for one share: its object code and its stage seconds."""
 
 JOBS_ENV = "RELAY_COMPILE_JOBS"
 MAX_JOBS = 8
@@ -163,9 +165,10 @@ def compile_functions(
     worker processes when they are big enough (module docstring; `jobs` forces that many
     workers, 1 in-process). Stage times go into `seconds`: in-process `tir`, then
     `llvm-ir`, `llvm-opt`, `machine-code` and `load` (their sum is `codegen`); in parallel
-    `tir+opt` (the workers' wall time; `workers.tir`, `workers.llvm-ir` and
-    `workers.llvm-opt` sum the workers' CPU time per stage), then `link`, `machine-code` and
-    `load` in this process (their sum is `codegen`)."""
+    `tir+opt` (the workers' wall time; `workers.tir`, `workers.llvm-ir`, `workers.llvm-opt`
+    and `workers.machine-code` sum the workers' CPU time per stage), then `link`,
+    `machine-code` (the entry's object) and `load` in this process (their sum is
+    `codegen`)."""
     seconds = seconds if seconds is not None else {}
     sizes = [kernel_size(f) for f in funcs]
     n = worker_count(sizes, jobs)
@@ -189,8 +192,8 @@ def compile_functions(
     seconds["tir+opt"] = time.perf_counter() - start
     _add_worker_seconds(seconds, replies)
     start = time.perf_counter()
-    parts = [bitcode for bitcode, _ in replies]
-    library = link_parts(
+    parts = [obj for obj, _ in replies]
+    library = link_objects(
         parts, funcs, entry, name, target=target, profiled=profiled, seconds=seconds
     )
     seconds["codegen"] = time.perf_counter() - start
@@ -215,8 +218,8 @@ class KernelStream:
     Kernels are buffered until their estimated size reaches `PARALLEL_MIN_SIZE` (below it
     `finish` compiles in-process, as `compile_functions` does); from then on a share is
     sent whenever `STREAM_SHARE_SIZE` of kernels wait, and `finish` sends the rest largest
-    first, links the parts (renaming each kernel's functions from its provisional name to
-    its final one) and emits one object file, as `compile_functions` does. The shares depend
+    first and loads the parts' objects with the entry's (renaming each kernel's symbols
+    from its provisional name to its final one), as `compile_functions` does. The shares depend
     only on the kernels and their order, never on timing, so builds stay deterministic.
     Leaving the `with` block without `finish` (an error while lowering) stops the workers."""
 
@@ -314,8 +317,8 @@ class KernelStream:
         seconds["tir+opt"] = time.perf_counter() - start
         _add_worker_seconds(seconds, replies)
         start = time.perf_counter()
-        library = link_parts(
-            [bitcode for bitcode, _ in replies],
+        library = link_objects(
+            [obj for obj, _ in replies],
             funcs,
             entry,
             self.name,
@@ -346,15 +349,16 @@ def _pickled(tasks: Sequence[Any]) -> list[bytes] | None:
 def compile_part(
     funcs: Sequence[PrimFunc], name: str, target: Target | None
 ) -> tuple[bytes, dict[str, float]]:
-    """What a worker does with one share: the loop-IR passes, then `kernel_bitcode`; the
-    bitcode and the CPU seconds of each stage (`tir`, `llvm-ir`, `llvm-opt`: CPU time, so
-    that the figures mean the same when other processes share the cores)."""
+    """What a worker does with one share: the loop-IR passes, then `kernel_object`; the
+    object code and the CPU seconds of each stage (`tir`, `llvm-ir`, `llvm-opt`,
+    `machine-code`: CPU time, so that the figures mean the same when other processes share
+    the cores)."""
     seconds: dict[str, float] = {}
     start = time.process_time()
     lowered = [lower_pipeline(f) for f in funcs]
     seconds["tir"] = time.process_time() - start
-    bitcode = kernel_bitcode(lowered, name, target=target, seconds=seconds, clock=time.process_time)
-    return bitcode, seconds
+    obj = kernel_object(lowered, name, target=target, seconds=seconds, clock=time.process_time)
+    return obj, seconds
 
 
 # --- the worker processes ------------------------------------------------------------------
@@ -382,8 +386,8 @@ def _receive(stream: IO[bytes]) -> Any:
 
 def serve() -> None:
     """A worker's loop: read `(funcs, name, target)` shares from stdin until EOF, answer each
-    with `("ok", bitcode)` or `("error", exception, traceback text)` on the original stdout
-    (anything else printed goes to stderr)."""
+    with `("ok", (object code, seconds))` or `("error", exception, traceback text)` on the
+    original stdout (anything else printed goes to stderr)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
@@ -557,7 +561,7 @@ def _pool() -> _Pool:
 
 
 def run_in_workers(n: int, tasks: Sequence[bytes]) -> list[Part]:
-    """The bitcode and stage seconds of each task (a pickled `(funcs, name, target)`, in
+    """The object code and stage seconds of each task (a pickled `(funcs, name, target)`, in
     order) from the process's worker pool, started or grown to `n` workers first; one
     build at a time."""
     with _lock:

@@ -15,6 +15,14 @@ over half of machine-code time (ResNet-18: 1.35 of 2.6 s) and the kernels run as
 without it (ResNet-18, MobileNet-v2 and the transformer layer, one thread, CPU time per
 run within 0.5%). LLVM's options are process-wide: another LLVM user in the same process
 (numba) would see them too.
+
+Object code uses static relocations and the large code model: RuntimeDyld (MCJIT's loader)
+places the sections of an object anywhere and patches absolute 64-bit addresses, so nothing
+needs a GOT. Several such objects load into one engine (a library compiled in worker
+processes is an entry object plus one object per share). Position-independent large-model
+code does not allow that: RuntimeDyldELF resolves every object's `R_X86_64_GOTOFF64`
+(constant-pool) relocations against the first `.got` section it loaded, so the second
+object's constants are read from the wrong place (wrong numbers or a crash).
 """
 
 from __future__ import annotations
@@ -77,8 +85,8 @@ def triple() -> str:
 
 def target_machine(target: Target | None = None) -> llvm.TargetMachine:
     """The shared TargetMachine for `target` (default: the host) at opt level 3, for
-    optimizing and emitting code (position-independent, so object code can be loaded
-    anywhere). Never hand it to an execution engine: engines take ownership of theirs (use
+    optimizing and emitting code (static relocations, large code model: see the module
+    docstring). Never hand it to an execution engine: engines take ownership of theirs (use
     `new_target_machine`)."""
     return _shared_machine(*_machine_key(target))
 
@@ -101,7 +109,7 @@ def new_target_machine(target: Target | None = None) -> llvm.TargetMachine:
 def _create_machine(cpu: str, features: str) -> llvm.TargetMachine:
     initialize()
     return llvm.Target.from_triple(triple()).create_target_machine(
-        cpu=cpu, features=features, opt=3, reloc="pic", codemodel="jitdefault"
+        cpu=cpu, features=features, opt=3, reloc="static", codemodel="large"
     )
 
 
