@@ -323,6 +323,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     if args.trials < 0:
         raise _UsageError("--trials must be at least 0")
+    if args.time_budget is not None and not args.time_budget > 0:
+        raise _UsageError("--time-budget must be a positive number of minutes")
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -335,7 +337,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     module, _ = _parse_module(args.file, args.strict)
     _global_signatures(module)
     params = load_inputs(args.params) if args.params else None
-    with make_executor(args.executor) as executor:
+    spec = args.executor or f"local:{min(4, os.cpu_count() or 1)}"
+    with make_executor(spec) as executor:
         return _tune_with(args, module, params, target, executor)
 
 
@@ -354,11 +357,12 @@ def _tune_with(
         print("the cost model and search are missing: proposing random configs", file=sys.stderr)
     options = MeasureOptions(
         number=args.number, repeat=args.repeat, min_repeat_ms=args.min_repeat_ms,
-        timeout=args.timeout,
+        timeout=args.timeout, clock=args.clock,
     )  # fmt: skip
     summary = tune(
         tasks, args.log, args.trials, model=args.model, batch=args.batch, options=options,
         seed=args.seed, progress=not args.no_progress, executor=executor,
+        time_budget=args.time_budget * 60 if args.time_budget is not None else None,
     )  # fmt: skip
     for note in summary.notes:
         print(note, file=sys.stderr)
@@ -374,8 +378,9 @@ def _tune_with(
             f"[{best[0]}] ({len(p.measured)} trials, {p.errors} errors)"
         )
     print(
-        f"measured {summary.measured} configs in {summary.seconds:.1f} s; log: {args.log} "
-        f"(apply with: relay build {args.file} --tuning-log {args.log})"
+        f"measured {summary.measured} configs in {summary.seconds:.1f} s (measuring "
+        f"{summary.measure_seconds:.1f} s, searching {summary.search_seconds:.1f} s); "
+        f"log: {args.log} (apply with: relay build {args.file} --tuning-log {args.log})"
     )
     if args.plot:
         curves = plot_log(args.log, args.plot)
@@ -793,7 +798,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--target", **TARGET_ARGUMENT)  # type: ignore[arg-type]
     tune.add_argument("--batch", type=int, default=8, help="configs measured per batch")
     tune.add_argument("--number", type=int, default=3, help="calls per timing round")
-    tune.add_argument("--repeat", type=int, default=3, help="timing rounds (median kept)")
+    tune.add_argument("--repeat", type=int, default=3, help="timing rounds (fastest kept)")
     tune.add_argument(
         "--min-repeat-ms", type=float, default=0.0, metavar="MS",
         help="grow --number until a round takes this long",
@@ -803,10 +808,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds per config (build, check, timing) before the worker is killed",
     )  # fmt: skip
     tune.add_argument(
-        "--executor", default="local", metavar="SPEC",
-        help="where configs are measured: local (a worker process, default), ray://HOST:PORT "
+        "--executor", metavar="SPEC",
+        help="where configs are measured: local:N (N worker processes building side by side, "
+        "timing in turn; default: one per CPU, at most 4), local (one), ray://HOST:PORT "
         "(a Ray cluster's client port), ray:auto, ray:HOST:PORT, ray:local (a new local Ray), "
         "ray (ray.init's choice); needs relay-lang[ray]",
+    )  # fmt: skip
+    tune.add_argument(
+        "--clock", choices=("wall", "cpu"), default="wall",
+        help="time kernels by elapsed time (default) or by CPU time (steadier on a shared "
+        "machine for one-thread targets: -num-threads=1)",
+    )  # fmt: skip
+    tune.add_argument(
+        "--time-budget", type=float, metavar="MINUTES",
+        help="stop after this many minutes (between batches; the log resumes later)",
     )  # fmt: skip
     tune.add_argument("--seed", type=int, default=0, help="seed of the search")
     tune.add_argument(

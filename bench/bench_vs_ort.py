@@ -3,7 +3,7 @@
     pip install -e '.[bench]'        # torch (to export ONNX) and onnxruntime
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_vs_ort.py \\
         [--models resnet18,mobilenet_v2,transformer_layer,mlp] [--repeat 30] [--batch 64] \\
-        [--no-winograd]
+        [--no-winograd] [--tuning-log tune.jsonl]
 
 Each model is built with `relay.build(module, params=weights)` (seed-0 weights of
 examples/make_weights.py: what `relay build --params` makes, so bound weights are folded,
@@ -13,7 +13,11 @@ optimizations. Blocks of relay runs and ORT runs alternate; the medians, the rat
 ORT (below 1: relay is faster), relay's build time and the largest difference of ORT's
 output from relay's are printed. `mlp` is examples/mlp.relay with its batch set to
 `--batch`. `--no-winograd` also times relay built without the winograd-conv2d pass. Without
-torch or onnxruntime it says how to install them and exits with status 0.
+torch or onnxruntime it says how to install them and exits with status 0. `--tuning-log LOG`
+also times relay built with a `relay tune` log applied (`relay.build(..., tuning_log=LOG)`:
+each kernel's best record for this host; kernels without one keep the default schedule;
+one log may hold the records of several models); give the tuned model's weights to
+`relay tune` without the input `data` (this script binds every other array).
 """
 
 from __future__ import annotations
@@ -51,12 +55,15 @@ def load(name: str, batch: int) -> tuple[Any, dict[str, np.ndarray]]:
     return module, make_weights.make_weights(make_weights.main_parameters(module), seed=0)
 
 
-def build(module: Any, weights: dict[str, np.ndarray], disabled: list[str]) -> tuple[Any, float]:
-    """`relay.build` with the weights bound (and `disabled` passes off), and its seconds."""
+def build(
+    module: Any, weights: dict[str, np.ndarray], disabled: list[str], tuning_log: str | None = None
+) -> tuple[Any, float]:
+    """`relay.build` with the weights bound (and `disabled` passes off, `tuning_log`
+    applied), and its seconds."""
     params = {k: v for k, v in weights.items() if k != INPUT}
     start = time.perf_counter()
     with PassContext(opt_level=3, disabled_pass=disabled):
-        model = relay.build(module, params=params)
+        model = relay.build(module, params=params, tuning_log=tuning_log)
     return model, time.perf_counter() - start
 
 
@@ -85,6 +92,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--batch", type=int, default=64, help="the MLP's batch")
     parser.add_argument("--no-winograd", action="store_true")
+    parser.add_argument("--tuning-log", metavar="LOG", help="also time relay with this log applied")
     args = parser.parse_args()
     torch, ort = peers.import_torch(), peers.import_onnxruntime()
     if torch is None or ort is None:
@@ -99,6 +107,11 @@ def main() -> int:
             variants: dict[str, Callable[[], Any]] = {
                 "relay": lambda m=model, x=data: m.run(data=x)
             }
+            if args.tuning_log:
+                tuned, _ = build(module, weights, [], args.tuning_log)
+                variants["relay, tuned"] = lambda m=tuned, x=data: m.run(data=x)
+                err = float(np.max(np.abs(tuned.run(data=data) - model.run(data=data))))
+                print(f"{name}: tuned vs default max|diff| {err:.2e}")
             if args.no_winograd:
                 plain, _ = build(module, weights, ["winograd-conv2d"])
                 variants["relay, no winograd"] = lambda m=plain, x=data: m.run(data=x)

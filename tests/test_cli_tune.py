@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 
 import numpy as np
+import pytest
 from relay.backend.tune.log import read_log
 from relay.cli import main
 
@@ -69,3 +70,16 @@ def test_tune_errors_are_diagnosed(tmp_path, capsys, monkeypatch):
             "--plot", str(tmp_path / "c.png")]  # fmt: skip
     assert main(argv) == 1
     assert "--plot needs matplotlib" in capsys.readouterr().err
+
+
+def test_tune_stops_at_its_time_budget(tmp_path, capsys):
+    model, weights = _files(tmp_path)
+    log = tmp_path / "t.jsonl"
+    argv = ["tune", str(model), "--params", str(weights), "--trials", "4", "--log", str(log),
+            "--no-progress", "--time-budget", "1e-9"]  # fmt: skip
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "stopped by the time budget" in err and "measured 0 configs" in out
+    with pytest.raises(SystemExit):
+        main([*argv[:-1], "0"])
+    assert "--time-budget must be a positive" in capsys.readouterr().err

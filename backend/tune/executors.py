@@ -13,7 +13,9 @@ the same measurement contract (the worker's `measure.measure_here` does the work
 Executor specs (`relay tune --executor SPEC`, `tune(..., executor=SPEC)`):
 
 - `local` (the default): `LocalExecutor`, one worker process of this interpreter
-  (`measure.Measurer`), configs measured one at a time.
+  (`measure.Measurer`), configs measured one at a time; `local:N`: N worker processes
+  that build side by side and take turns to time (`measure`'s timing lock), N results in
+  flight, yielded as they complete.
 - `ray://HOST:PORT`: a Ray cluster through the Ray Client (the head's client server port,
   10001 by default); `ray:auto` or `ray:HOST:PORT` (the GCS port): join a running cluster
   as a driver; `ray:local`: a new Ray instance on this machine; `ray` alone: `ray.init()`'s
@@ -23,7 +25,12 @@ Executor specs (`relay tune --executor SPEC`, `tune(..., executor=SPEC)`):
 
 from __future__ import annotations
 
+import contextlib
+import os
+import queue
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Protocol, runtime_checkable
 
 from ...lang.diagnostics import Error
@@ -62,13 +69,21 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Configs measured one at a time by a worker process of this interpreter, replaced
-    after it crashes or hangs (`measure.Measurer`)."""
+    """Configs measured by `workers` worker processes of this interpreter, each replaced
+    after it crashes or hangs (`measure.Measurer`); several workers build at once and
+    time one at a time (module docstring)."""
 
     name = "local"
 
-    def __init__(self) -> None:
-        self.measurer = Measurer()
+    def __init__(self, workers: int = 1) -> None:
+        if workers < 1:
+            raise ExecutorError(f"a local executor needs at least 1 worker, not {workers}")
+        self.lock_path: str | None = None
+        if workers > 1:
+            handle, self.lock_path = tempfile.mkstemp(prefix="relay-tune-", suffix=".lock")
+            os.close(handle)
+        self.measurers = [Measurer(self.lock_path) for _ in range(workers)]
+        self.measurer = self.measurers[0]
 
     def submit(
         self,
@@ -77,13 +92,39 @@ class LocalExecutor:
         options: MeasureOptions,
         faults: Mapping[Config, str] | None = None,
     ) -> Iterator[MeasureResult]:
-        """Each config measured in the worker, in order."""
-        for config in configs:
-            yield self.measurer.measure_one(task, config, options, (faults or {}).get(config))
+        """Each config measured in a worker: in order with one worker, else as completed."""
+        faults = faults or {}
+        if len(self.measurers) == 1:
+            for config in configs:
+                yield self.measurer.measure_one(task, config, options, faults.get(config))
+            return
+        idle: queue.SimpleQueue[Measurer] = queue.SimpleQueue()
+        for m in self.measurers:
+            idle.put(m)
+
+        def one(config: Config) -> MeasureResult:
+            worker = idle.get()
+            try:
+                return worker.measure_one(task, config, options, faults.get(config))
+            finally:
+                idle.put(worker)
+
+        pool = ThreadPoolExecutor(len(self.measurers), thread_name_prefix="relay-tune")
+        try:
+            futures: list[Future[MeasureResult]] = [pool.submit(one, c) for c in configs]
+            for future in as_completed(futures):
+                yield future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
-        """Stop the worker process."""
-        self.measurer.close()
+        """Stop the worker processes."""
+        for m in self.measurers:
+            m.close()
+        if self.lock_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.lock_path)
+            self.lock_path = None
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -92,7 +133,7 @@ class LocalExecutor:
         self.close()
 
 
-EXECUTOR_SPECS = "local, ray, ray://HOST:PORT, ray:auto, ray:HOST:PORT or ray:local"
+EXECUTOR_SPECS = "local, local:N, ray, ray://HOST:PORT, ray:auto, ray:HOST:PORT or ray:local"
 """The forms `make_executor` accepts, for messages."""
 
 
@@ -103,6 +144,11 @@ def make_executor(spec: str | None = None, connect_timeout: float = 10.0) -> Exe
     text = (spec or "local").strip()
     if text == "local":
         return LocalExecutor()
+    if text.startswith("local:"):
+        count = text[6:]
+        if not count.isdigit() or int(count) < 1:
+            raise ExecutorError(f"executor {text!r}: `local:` takes a number of workers >= 1")
+        return LocalExecutor(int(count))
     if text == "ray" or text.startswith(("ray:", "ray://")):
         from .ray_executor import RayExecutor
 

@@ -7,12 +7,13 @@
     contents.foreign                             # records of other hosts, ignored
 
 A record holds the task key and operator, the config (knob -> value), the schedule's trace
-text, the costs (seconds per call, one per round) and their median, the error (kind and
-message; None when the config works), the host that measured it (CPU name, a digest of its
-features, CPU count: a remote node's own when measured on a cluster), the target the
-kernel was built for, versions (log format, Python, llvmlite, numpy) and the time. A
-killed run leaves at most a truncated last line: reading reports it by its line number and
-goes on, and the next append starts on a fresh line, so nothing written before is lost.
+text, the costs (seconds per call, one per round) and the fastest of them (the cost), the
+error (kind and message; None when the config works), the host that measured it (CPU
+name, a digest of its features, CPU count: a remote node's own when measured on a
+cluster), the target the kernel was built for, versions (log format, Python, llvmlite,
+numpy) and the time. A killed run leaves at most a truncated last line: reading reports it
+by its line number and goes on, and the next append starts on a fresh line, so nothing
+written before is lost.
 Records of other hosts are counted, not used.
 """
 

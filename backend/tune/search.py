@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
@@ -67,14 +68,27 @@ def kernel_digest(func: Any) -> str:
 
 class FeatureCache:
     """The `tir_features` and `kernel_digest` of a task's configs, each lowered once; None
-    for a config whose lowering fails."""
+    for a config whose lowering fails. `lower_seconds` / `lowered` add up the lowerings
+    done (what a search spends on features)."""
 
     def __init__(self, task: _Task) -> None:
         self.task = task
         self._rows: dict[Any, np.ndarray | None] = {}
         self._digests: dict[Any, str | None] = {}
+        self.lower_seconds = 0.0
+        self.lowered = 0
+
+    def has(self, config: Any) -> bool:
+        """Whether `config` was lowered already (its row and digest cost nothing)."""
+        return config in self._rows
+
+    def mean_lower_seconds(self) -> float | None:
+        """The mean seconds of one lowering so far (None before the first)."""
+        return self.lower_seconds / self.lowered if self.lowered else None
 
     def _lower(self, config: Any) -> None:
+        start = time.perf_counter()
+        self.lowered += 1
         try:
             func = self.task.lower(config)
             self._rows[config] = tir_features(func)
@@ -82,6 +96,7 @@ class FeatureCache:
         except Exception:
             self._rows[config] = None
             self._digests[config] = None
+        self.lower_seconds += time.perf_counter() - start
 
     def row(self, config: Any) -> np.ndarray | None:
         """The features of `config` (None when it cannot be lowered)."""
@@ -134,11 +149,40 @@ def training_data(
     return x, np.asarray(costs, np.float64), np.asarray(groups, object)
 
 
-def _scores(model: CostModel, cache: FeatureCache, configs: Sequence[Any]) -> np.ndarray:
-    x, ok = cache.matrix(configs)
+class LoweringBudget:
+    """How many configs not lowered before a search may still lower to score them (None:
+    no limit). A config it cannot afford scores lowest, so annealing moves among the
+    configs already lowered once the budget is spent."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+
+    def admits(self, cache: FeatureCache, config: Any) -> bool:
+        """Whether `config` may be scored (lowered already, or paid for now)."""
+        if self.left is None or cache.has(config):
+            return True
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
+def _scores(
+    model: CostModel,
+    cache: FeatureCache,
+    configs: Sequence[Any],
+    budget: LoweringBudget | None = None,
+) -> np.ndarray:
     s = np.full(len(configs), -np.inf)
+    if budget is not None:
+        keep = [i for i, c in enumerate(configs) if budget.admits(cache, c)]
+    else:
+        keep = list(range(len(configs)))
+    if not keep:
+        return s
+    x, ok = cache.matrix([configs[i] for i in keep])
     if ok.any():
-        s[ok] = model.predict(x[ok])
+        s[np.asarray(keep)[ok]] = model.predict(x[ok])
     return s
 
 
@@ -238,9 +282,9 @@ def anneal(
         spread = float(np.std(finite)) if len(finite) > 1 else spread
         scale = max(spread, 1e-12) * t
         for i in range(len(current)):
-            delta = new[i] - cur[i]
             if not math.isfinite(new[i]):
                 continue
+            delta = new[i] - cur[i]
             if (
                 delta >= 0
                 or not math.isfinite(cur[i])
@@ -274,12 +318,15 @@ def propose(
     exhaustive_limit: int = 128,
     trained: bool = True,
     duplicates: dict[Any, Any] | None = None,
+    max_lowerings: int | None = None,
 ) -> list[Any]:
     """Up to `batch` configs of `task` to measure next, none of them in `measured`, each a
     kernel (loop IR) that no measured config and no other pick gives (module docstring).
     Candidates skipped as such duplicates go to `duplicates` (config -> the measured or
     picked config with the same kernel) when given. `trained=False` (a model that has seen
-    no record) makes the whole batch random; so does a model whose scores are all equal."""
+    no record) makes the whole batch random; so does a model whose scores are all equal.
+    `max_lowerings` caps the configs not in `cache` yet that scoring may lower (lowering
+    is what a search costs: ~0.3 s per Winograd config); None scores without a cap."""
     space: _Space = task.space
     cache = cache if cache is not None else FeatureCache(task)
     kernels = _Kernels(cache, measured, duplicates)
@@ -291,12 +338,14 @@ def propose(
     n_random = int(rng.binomial(batch, epsilon)) if trained else batch
     picks: list[Any] = []
     if n_random < batch:
+        budget = LoweringBudget(max_lowerings)
 
         def score(configs: Sequence[Any]) -> np.ndarray:
-            return _scores(model, cache, configs)
+            return _scores(model, cache, configs, budget)
 
         if space.size <= exhaustive_limit:
-            everything = [space.config_at(i) for i in range(space.size)]
+            order = range(space.size) if max_lowerings is None else rng.permutation(space.size)
+            everything = [space.config_at(int(i)) for i in order]
             seen = dict(zip(everything, score(everything).tolist()))
         else:
             ok = sorted(
@@ -421,6 +470,7 @@ class TaskScheduler:
 
 __all__ = [
     "FeatureCache",
+    "LoweringBudget",
     "TaskScheduler",
     "anneal",
     "duplicate_records",

@@ -18,6 +18,16 @@ a duplicate of it (`search.duplicate_records`), and the budget counts measured k
 `executor` says where configs are measured (`executors`: a local worker process by
 default, or a Ray cluster: `tune(..., executor="ray://HOST:PORT")`).
 
+Scoring a config lowers it (~0.05 s for a conv2d_NCHWc config, ~0.3 s for a Winograd one),
+which cost more than the measurements when the search was free to lower what it liked
+(80% of a ResNet-18 run). Each `propose` may lower at most `LOWERING_SHARE` of the batch's
+expected measurement time worth of new configs (from the mean lowering time of the task and
+the mean wall time of a measurement so far), and at least `2 x batch`.
+
+`time_budget` (seconds) stops the run once that much time has passed, between batches: the
+task scheduler has by then spent the trials where it expected the most gain. The log is
+complete (every measurement appended as it came), so a later run resumes from it.
+
 `progress` shows a live display (tqdm, on stderr): one bar per task with its trials, best
 GFLOP/s and errors.
 """
@@ -54,6 +64,19 @@ try:  # the cost model and the search (written alongside; optional while they la
 except ImportError:  # pragma: no cover - only before those modules exist
     GUIDED = False
 
+LOWERING_SHARE = 0.25
+"""A search may spend on lowering configs this share of its batch's measurement time."""
+
+
+def lowering_limit(batch: int, lower_seconds: float | None, measure_seconds: float | None) -> int:
+    """How many new configs one `propose` for a batch of `batch` may lower: lowering time
+    at most `LOWERING_SHARE` of the batch's measurement time, at least `2 x batch` (and
+    `4 x batch` before either time is known)."""
+    if not lower_seconds or not measure_seconds:
+        return 4 * batch
+    afford = LOWERING_SHARE * batch * measure_seconds / lower_seconds
+    return max(2 * batch, int(afford))
+
 
 @define
 class TaskProgress:
@@ -80,13 +103,18 @@ class TaskProgress:
 @define
 class TuneSummary:
     """What a tuning run did: per task key its progress, the measurements made, the
-    records read from the log, and notes (log problems, the search used)."""
+    records read from the log, and notes (log problems, the search used); the wall
+    seconds in all, waiting for measurements and proposing configs; whether the time
+    budget stopped it."""
 
     tasks: dict[str, TaskProgress] = field(factory=dict)
     measured: int = 0
     resumed: int = 0
     seconds: float = 0.0
     notes: list[str] = field(factory=list)
+    measure_seconds: float = 0.0
+    search_seconds: float = 0.0
+    out_of_time: bool = False
 
     @property
     def best(self) -> dict[str, tuple[Config, float]]:
@@ -162,14 +190,18 @@ def tune(
     faults: Mapping[Config, str] | None = None,
     on_result: Callable[[Task, MeasureResult], None] | None = None,
     executor: Executor | str | None = None,
+    time_budget: float | None = None,
 ) -> TuneSummary:
     """Tune `tasks` for `trials` measurements per tuned task on average, appending to the
     log at `log_path` and resuming from it (module docstring). `model` is `xgb` or
     `random`; `executor` measures the configs: an `executors.Executor` (left open), a spec
     such as `"ray://HOST:PORT"` (`executors.make_executor`) or None for a local worker
-    process; `faults` is for tests (`measure.measure`)."""
+    process; `time_budget` stops the run after that many seconds (between batches);
+    `faults` is for tests (`measure.measure`)."""
     if model not in ("xgb", "random"):
         raise ValueError(f"unknown cost model {model!r} (xgb or random)")
+    if time_budget is not None and time_budget <= 0:
+        raise ValueError(f"the time budget must be positive, not {time_budget!r}")
     start = time.perf_counter()
     opts = options or MeasureOptions()
     rng = np.random.default_rng(seed)
@@ -225,6 +257,13 @@ def tune(
     turn = 0
     try:
         while budget > 0:
+            if time_budget is not None and time.perf_counter() - start >= time_budget:
+                summary.out_of_time = True
+                summary.notes.append(
+                    f"stopped by the time budget ({time_budget / 60:g} min) with "
+                    f"{budget} trial(s) of the budget left"
+                )
+                break
             if scheduler is not None:
                 index = scheduler.next()
                 if index is None:
@@ -246,15 +285,20 @@ def tune(
             measured_and_new = {**p.measured, **dict.fromkeys(configs)}
             want = size - len(configs)
             duplicates: dict[Config, Config] = {}  # same loop IR as a measured/picked config
+            searched = time.perf_counter()
             if want > 0:
                 if GUIDED:
+                    cache = caches.setdefault(p.task.key, FeatureCache(p.task))
+                    done = summary.measured
+                    per_measure = summary.measure_seconds / done if done else None
                     configs += propose(
-                        p.task, cost_model, measured_and_new, want, rng,
-                        cache=caches.setdefault(p.task.key, FeatureCache(p.task)),
+                        p.task, cost_model, measured_and_new, want, rng, cache=cache,
                         trained=trained and model == "xgb", duplicates=duplicates,
+                        max_lowerings=lowering_limit(want, cache.mean_lower_seconds(), per_measure),
                     )  # fmt: skip
                 else:
                     configs += _random_batch(p.task, measured_and_new, want, rng)
+            summary.search_seconds += time.perf_counter() - searched
             for record in duplicate_records(p.task, duplicates, p.measured):
                 log.append({**record, "model": model})  # originals measured before
             if not configs:
@@ -262,7 +306,9 @@ def tune(
                     scheduler.mark_done(index)
                     continue
                 break
+            waited = time.perf_counter()
             for result in measurer.submit(p.task, configs, opts, faults):
+                summary.measure_seconds += time.perf_counter() - waited
                 config = result.config
                 log.append({**record_of(p.task, result), "model": model})
                 p.measured[config] = result.cost
@@ -275,6 +321,7 @@ def tune(
                 display.update(p, 1)
                 if on_result is not None:
                     on_result(p.task, result)
+                waited = time.perf_counter()
             for record in duplicate_records(p.task, duplicates, p.measured):
                 log.append({**record, "model": model})  # originals measured just now
             if scheduler is not None:
@@ -283,7 +330,9 @@ def tune(
                 if len(p.measured) >= p.task.space.size:
                     scheduler.mark_done(index)
             if GUIDED:
+                searched = time.perf_counter()
                 trained = _refit(cost_model, progress_of, caches)
+                summary.search_seconds += time.perf_counter() - searched
     finally:
         display.close()
         if own_executor:
@@ -349,4 +398,13 @@ def plot_log(path: str | os.PathLike[str], out: str | os.PathLike[str]) -> int:
     return len(curves)
 
 
-__all__ = ["GUIDED", "TaskProgress", "TuneSummary", "log_curves", "plot_log", "tune"]
+__all__ = [
+    "GUIDED",
+    "LOWERING_SHARE",
+    "TaskProgress",
+    "TuneSummary",
+    "log_curves",
+    "lowering_limit",
+    "plot_log",
+    "tune",
+]

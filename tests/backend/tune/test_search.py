@@ -208,3 +208,31 @@ def test_scheduler_keeps_the_best_and_handles_failed_tasks():
     assert s.next() == 0
     with pytest.raises(ValueError):
         TaskScheduler([])
+
+
+def test_a_lowering_budget_caps_the_configs_a_search_lowers():
+    task, rng = FakeTask(), np.random.default_rng(3)
+    cache = FeatureCache(task)
+    measured = {SPACE.config_at(i): synthetic_cost(SPACE.config_at(i)) for i in range(0, 196, 9)}
+    model = XGBoostModel(seed=0)
+    model.fit(*training_data([(task, measured)], {task.key: cache}))
+    before = cache.lowered
+    for limit, exhaustive in ((12, 0), (12, 1000), (0, 0)):
+        picks = propose(task, model, measured, 8, rng, epsilon=0.0, cache=cache,
+                        exhaustive_limit=exhaustive, max_lowerings=limit)  # fmt: skip
+        # scoring lowered at most `limit` new configs; random fills lower only what they pick
+        assert cache.lowered - before <= limit + 8
+        assert len(picks) == 8 and not set(picks) & set(measured)
+        before = cache.lowered
+    unlimited = FeatureCache(task)
+    propose(task, model, measured, 8, rng, epsilon=0.0, cache=unlimited, exhaustive_limit=1000)
+    assert unlimited.lowered == SPACE.size  # without a budget every point is scored
+    assert unlimited.mean_lower_seconds() is not None
+
+
+def test_lowering_limit_follows_the_measurement_time():
+    from relay.backend.tune.tuner import LOWERING_SHARE, lowering_limit
+
+    assert lowering_limit(8, None, None) == 32
+    assert lowering_limit(8, 0.3, 2.0) == 16  # Winograd-like: floor of 2 x batch
+    assert lowering_limit(8, 0.01, 2.0) == int(LOWERING_SHARE * 8 * 2.0 / 0.01)
