@@ -5,7 +5,9 @@ MobileNet-v2.
         [--size 1024] [--repeat 20] [--threads 2] [--models resnet18,mobilenet_v2]
         [--no-dense] [--no-ort] [--calib 4]
     ... bench/bench_int8.py --accuracy [--models ...] [--images 64] [--modes kl_divergence]
-        [--calibrated-bn]
+        [--calibrated-bn [--bn-shift 2]]
+    quantization options (both parts): [--per-channel] [--bias-mode int32|weight]
+        [--bias-correction]
 
 1. Dense `size`^3: int8 x int8 -> int32 (the tensorized schedule, weights bound so they are
    packed at build time) against fp32 of the same shape, timed in alternating blocks; GOP/s
@@ -222,12 +224,18 @@ def images(shape: tuple[int, ...], count: int, seed: int) -> list[np.ndarray]:
     return [rng.normal(size=shape).astype(np.float32) for _ in range(count)]
 
 
+QUANTIZE_OPTIONS: dict[str, Any] = {}
+"""qconfig options beside the calibration mode (`--per-channel`, `--bias-mode`,
+`--bias-correction`)."""
+
+
 def quantize_model(module: Any, params: dict[str, np.ndarray], calib: list[np.ndarray],
                    mode: str) -> Any:  # fmt: skip
-    """`module` quantized by `relay.quantize` in calibration `mode` over `calib`."""
+    """`module` quantized by `relay.quantize` in calibration `mode` over `calib` (with
+    `QUANTIZE_OPTIONS`)."""
     from relay.quantize import qconfig, quantize
 
-    with qconfig(calibrate_mode=mode):
+    with qconfig(calibrate_mode=mode, **QUANTIZE_OPTIONS):
         return quantize(module, params, [{"data": x} for x in calib])
 
 
@@ -320,6 +328,7 @@ def accuracy(
     weights = (
         f"batch norms calibrated, shift {bn_shift:g}" if calibrated_bn else "random batch norms"
     )
+    print(f"quantize options: {QUANTIZE_OPTIONS or 'defaults'}")
     print(f"{name} ({weights}): fp32 picks {classes} classes over {count} images, median"
           f" top-2 logit gap {gap:.4f}, logit std across images {across:.4f} (per logit,"
           f" mean), across classes {within:.4f} (per image, mean)")  # fmt: skip
@@ -397,8 +406,20 @@ def main() -> int:
                         " to seeded images) instead of random batch-norm statistics")  # fmt: skip
     parser.add_argument("--bn-shift", type=float, default=0.0,
                         help="with --calibrated-bn: make_weights --bn-shift")  # fmt: skip
+    parser.add_argument("--per-channel", action="store_true",
+                        help="qconfig(per_channel=True): a scale per output channel")  # fmt: skip
+    parser.add_argument("--bias-mode", choices=("int32", "weight"), default=None,
+                        help="qconfig(bias_mode=...) (default: qconfig's)")  # fmt: skip
+    parser.add_argument("--bias-correction", action="store_true",
+                        help="qconfig(bias_correction=True)")  # fmt: skip
     args = parser.parse_args()
     models = [m for m in args.models.split(",") if m]
+    if args.per_channel:
+        QUANTIZE_OPTIONS["per_channel"] = True
+    if args.bias_mode is not None:
+        QUANTIZE_OPTIONS["bias_mode"] = args.bias_mode
+    if args.bias_correction:
+        QUANTIZE_OPTIONS["bias_correction"] = True
     if args.accuracy:
         for name in models:
             accuracy(name, args.modes.split(","), args.images, args.calib, args.threads,

@@ -6,9 +6,10 @@
   (tables keyed by the `Op`): conv2d and dense read 8-bit inputs and weights and
   accumulate in 32 bits; add, multiply, concatenate, pooling, relu, clip and the shape
   operators keep values quantized; global average pooling ends quantization.
-* `calibrate` gives every point a scale: weights from their values (`power2` or `max`),
-  inputs and activations from `global_scale`, or from the values seen on a calibration
-  dataset (`kl_divergence`, `percentile`).
+* `calibrate` gives every point a scale: weights from their values (`power2` or `max`,
+  per tensor or with `per_channel` per output channel), biases (`bias_mode="int32"`)
+  their accumulator's, inputs and activations from `global_scale`, or from the values
+  seen on a calibration dataset (`kl_divergence`, `percentile`).
 * `realize` writes the integer program; `simulate` (TVM's `do_simulation=True`) writes the
   float program with a fake quantization at every point.
 
@@ -18,7 +19,12 @@ Design choice: the realized program uses core operators only — `cast`, `clip`,
 `.relay` program that prints, parses back, type-checks and builds with no new operators.
 Requantization is a rounding right shift when the scale ratio is a power of two (always
 the case with `weight_scale="power2"` and `global_scale` calibration), else a 31-bit
-fixed-point multiply in int64.
+fixed-point multiply in int64; with `per_channel` weight scales the shift amounts or the
+multipliers are constant arrays over the channels.
+
+Departures from TVM's flow, as `qconfig` options (see `QConfig`): `bias_mode="int32"`
+(the default: biases at their accumulator's scale, as TFLite and ONNX Runtime do),
+`per_channel` and `bias_correction` (`correct`).
 
 The public API (`qconfig`, `quantize`) is `relay.quantize`, which binds parameters and
 runs the prerequisite passes before `quantize_dataflow`.
@@ -35,6 +41,7 @@ from ...typecheck import ModuleTypes
 from .annotate import (
     ACTIVATION,
     ANNOTATE_RULES,
+    BIAS,
     IDENTITY,
     INPUT,
     KIND_NAMES,
@@ -99,6 +106,7 @@ def quantize_dataflow(
 __all__ = [
     "ACTIVATION",
     "ANNOTATE_RULES",
+    "BIAS",
     "IDENTITY",
     "INPUT",
     "KIND_NAMES",

@@ -12,7 +12,12 @@ say which arguments get a quantize point of which kind, following TVM's rules:
   `skip_dense_layer` leaves dense in float.
 * `add`, `nn.bias_add`, `multiply`: a float operand is quantized (`WEIGHT` when
   constant, else `INPUT`); the result is an `ACTIVATION` (multiply first brings an
-  activation operand to `INPUT`).
+  activation operand to `INPUT`). With `bias_mode="int32"`, a constant added to a
+  conv2d/dense result is a `BIAS` point instead: its scale is the accumulator's
+  (`Annotated.biases` names the input and weight points it follows from).
+* With `per_channel`, the weight point of a conv2d (OIHW weight, NCHW data and result) or
+  dense has `axis=0`: one scale per output channel (`channel_shape` gives the shape that
+  scale takes against the result).
 * `concatenate`: float fields get an `ACTIVATION` point. `nn.max_pool2d`: an activation
   becomes `INPUT` first. Shape and range-keeping operators (`nn.relu`, `clip`,
   `reshape`, `nn.batch_flatten`, `transpose`, `squeeze`, `expand_dims`, `strided_slice`,
@@ -43,26 +48,52 @@ from ...lang.types import TensorType
 from ...typecheck import ModuleTypes
 from .config import QConfig, QuantizeError
 
-IDENTITY, INPUT, WEIGHT, ACTIVATION = 0, 1, 2, 3
-KIND_NAMES = {IDENTITY: "identity", INPUT: "input", WEIGHT: "weight", ACTIVATION: "activation"}
-"""TVM's `QAnnotateKind` values and their names."""
+IDENTITY, INPUT, WEIGHT, ACTIVATION, BIAS = 0, 1, 2, 3, 4
+KIND_NAMES = {
+    IDENTITY: "identity",
+    INPUT: "input",
+    WEIGHT: "weight",
+    ACTIVATION: "activation",
+    BIAS: "bias",
+}
+"""TVM's `QAnnotateKind` values and their names, and `BIAS` (an int32 bias at its
+accumulator's scale, `bias_mode="int32"`)."""
 
 
 @attrs.frozen
 class QPoint:
-    """A quantize point: its index (creation order), kind and signedness."""
+    """A quantize point: its index (creation order), kind and signedness; `axis` is the
+    axis of a per-channel weight along which scales vary (None: one scale)."""
 
     index: int
     kind: int
     sign: bool = True
+    axis: int | None = None
+
+
+@attrs.frozen(eq=False)
+class BiasSource:
+    """Where a `BIAS` point's scale comes from: the accumulator's input and weight points
+    (scale = input scale x weight scale), the shape per-channel values (weight scales,
+    bias corrections) take against the bias (`(-1, 1, 1)` for an `add` on NCHW, `(-1,)`
+    for `nn.bias_add` or dense; None: the channel axis is unknown), and the annotated
+    conv2d/dense call."""
+
+    input: QPoint
+    weight: QPoint
+    shape: tuple[int, ...] | None
+    accumulator: Call
 
 
 @attrs.frozen
 class Q:
-    """An annotated value: the expression and its kind (None: plain float)."""
+    """An annotated value: the expression and its kind (None: plain float); an `INPUT`
+    value knows the point whose scale it has (`origin`: it may have passed range-keeping
+    operators since)."""
 
     expr: Expr
     kind: int | None = None
+    origin: QPoint | None = None
 
 
 @attrs.frozen
@@ -74,6 +105,7 @@ class QTuple:
 
 
 Value = Q | QTuple
+Shape = tuple[int, ...]
 
 
 @attrs.frozen(eq=False)
@@ -84,6 +116,7 @@ class Annotated:
     function: Function
     points: dict[Call, QPoint]
     float_ops: dict[str, int]
+    biases: dict[QPoint, BiasSource] = attrs.field(factory=dict)
 
     def markers(self) -> list[tuple[Call, QPoint]]:
         """The markers and their points, in point order."""
@@ -97,16 +130,21 @@ class AnnotateContext:
         self.config = config
         self.types = types
         self.points: dict[Call, QPoint] = {}
-        self._memo: dict[tuple[int, int], Call] = {}
+        self._memo: dict[tuple[int, int, int], Call] = {}
         self.stopped = False
+        self.biases: dict[QPoint, BiasSource] = {}
+        self.accumulators: dict[int, tuple[QPoint, QPoint, Shape | None, Shape]] = {}
+        """id of an annotated conv2d/dense call → its input and weight points, its
+        `channel_shape` (None: another layout) and its result's shape."""
 
-    def attach(self, expr: Expr, kind: int) -> Call:
-        """`expr` through a quantize point of `kind` (one point per value and kind)."""
-        key = (id(expr), kind)
+    def attach(self, expr: Expr, kind: int, axis: int | None = None, owner: int = 0) -> Call:
+        """`expr` through a quantize point of `kind` (one point per value, kind and
+        `owner`; `axis` for a per-channel weight)."""
+        key = (id(expr), kind, owner)
         marker = self._memo.get(key)
         if marker is None:
             marker = Call(STOP_FUSION, (expr,))
-            self.points[marker] = QPoint(len(self.points), kind)
+            self.points[marker] = QPoint(len(self.points), kind, axis=axis)
             self._memo[key] = marker
         return marker
 
@@ -119,9 +157,12 @@ class AnnotateContext:
             return self.attach(value.expr, INPUT)
         return value.expr
 
-    def as_input(self, value: Q) -> Expr:
+    def as_input(self, value: Q) -> Q:
         """`value` as an 8-bit `INPUT`: float and activations get an `INPUT` point."""
-        return value.expr if value.kind == INPUT else self.attach(value.expr, INPUT)
+        if value.kind == INPUT:
+            return value
+        marker = self.attach(value.expr, INPUT)
+        return Q(marker, INPUT, self.points[marker])
 
 
 STOP_FUSION = get_op("annotation.stop_fusion")
@@ -131,10 +172,26 @@ Rule = Callable[[AnnotateContext, Call, list[Value]], Value | None]
 leave the call in float."""
 
 
-def _weight(ctx: AnnotateContext, call: Call, value: Value) -> Expr | None:
+def channel_shape(call: Call, rank: int) -> tuple[int, ...] | None:
+    """The shape per-channel scales take against the result of the conv2d or dense
+    `call` (rank `rank`): `(-1, 1, 1)` for a conv2d on NCHW with OIHW weights, `(-1,)`
+    for dense; None for another layout (per-tensor scales only)."""
+    attributes = call.attrs
+    name = call.op.name  # type: ignore[attr-defined]
+    if name == "nn.dense":
+        return (-1,) if rank == 2 else None
+    layouts = (
+        getattr(attributes, "data_layout", "NCHW"),
+        getattr(attributes, "kernel_layout", "OIHW"),
+        getattr(attributes, "out_layout", "") or getattr(attributes, "data_layout", "NCHW"),
+    )
+    return (-1, 1, 1) if layouts == ("NCHW", "OIHW", "NCHW") and rank == 4 else None
+
+
+def _weight(ctx: AnnotateContext, call: Call, value: Value, axis: int | None) -> Expr | None:
     expr = value.expr if isinstance(value, Q) else None
     if isinstance(expr, Constant):
-        return ctx.attach(expr, WEIGHT)
+        return ctx.attach(expr, WEIGHT, axis)
     if isinstance(expr, Var):
         raise QuantizeError.at(
             call.span,
@@ -144,14 +201,54 @@ def _weight(ctx: AnnotateContext, call: Call, value: Value) -> Expr | None:
     return None
 
 
+def _shape(ctx: AnnotateContext, node: Expr) -> Shape:
+    ty = ctx.types.type_of(node)
+    if not isinstance(ty, TensorType):
+        return ()
+    return tuple(d if isinstance(d, int) else -1 for d in ty.shape)
+
+
 def _conv_like(ctx: AnnotateContext, call: Call, args: list[Value]) -> Value | None:
     data, weight = args[0], args[1]
     if not isinstance(data, Q):
         return None
-    quantized_weight = _weight(ctx, call, weight)
+    out_shape = _shape(ctx, call)
+    shape = channel_shape(call, len(out_shape))
+    per_channel = ctx.config.per_channel and shape is not None
+    quantized_weight = _weight(ctx, call, weight, 0 if per_channel else None)
     if quantized_weight is None:
         return None
-    return Q(call.replace(args=(ctx.as_input(data), quantized_weight)), ACTIVATION)
+    quantized_data = ctx.as_input(data)
+    result = call.replace(args=(quantized_data.expr, quantized_weight))
+    assert isinstance(quantized_weight, Call)
+    weight_point = ctx.points[quantized_weight]
+    if quantized_data.origin is not None:
+        source = (quantized_data.origin, weight_point, shape, out_shape)
+        ctx.accumulators[id(result)] = source
+    return Q(result, ACTIVATION)
+
+
+def _bias(ctx: AnnotateContext, call: Call, acc: Q, bias: Q) -> Expr | None:
+    """`bias` (a constant added to the conv2d/dense result `acc`) through a `BIAS` point,
+    or None when `bias_mode` is "weight" or the bias does not fit (see `BiasSource`)."""
+    source = ctx.accumulators.get(id(acc.expr))
+    if ctx.config.bias_mode != "int32" or source is None or not isinstance(bias.expr, Constant):
+        return None
+    input_point, weight_point, shape, out_shape = source
+    bias_shape: Shape | None = shape
+    if call.op.name == "nn.bias_add":  # type: ignore[attr-defined]
+        axis = call.attrs.axis if call.attrs is not None else 1
+        axis = axis - len(out_shape) if axis >= 0 else axis
+        bias_shape = (-1,) if shape is not None and axis == -len(shape) else None
+    elif _shape(ctx, call) != out_shape or -1 in out_shape:
+        return None  # the bias broadcasts the result to a larger shape
+    if bias_shape is None and weight_point.axis is not None:
+        return None  # per-channel weight scales along another axis than the bias's
+    assert isinstance(acc.expr, Call)
+    marker = ctx.attach(bias.expr, BIAS, owner=id(acc.expr))
+    source_of = BiasSource(input_point, weight_point, bias_shape, acc.expr)
+    ctx.biases[ctx.points[marker]] = source_of
+    return marker
 
 
 def _operand(ctx: AnnotateContext, value: Q) -> Expr:
@@ -163,6 +260,14 @@ def _add(ctx: AnnotateContext, call: Call, args: list[Value]) -> Value | None:
     lhs, rhs = args
     if not isinstance(lhs, Q) or not isinstance(rhs, Q) or (lhs.kind is None and rhs.kind is None):
         return None
+    if lhs.kind == ACTIVATION and rhs.kind is None:
+        bias = _bias(ctx, call, lhs, rhs)
+        if bias is not None:
+            return Q(call.replace(args=(lhs.expr, bias)), ACTIVATION)
+    if rhs.kind == ACTIVATION and lhs.kind is None and call.op.name == "add":  # type: ignore[attr-defined]
+        bias = _bias(ctx, call, rhs, lhs)
+        if bias is not None:
+            return Q(call.replace(args=(bias, rhs.expr)), ACTIVATION)
     new_lhs = _operand(ctx, lhs) if lhs.kind is None else lhs.expr
     if rhs.kind is None:
         new_rhs = _operand(ctx, rhs)
@@ -177,7 +282,7 @@ def _multiply(ctx: AnnotateContext, call: Call, args: list[Value]) -> Value | No
     lhs, rhs = args
     if not isinstance(lhs, Q) or not isinstance(rhs, Q) or (lhs.kind is None and rhs.kind is None):
         return None
-    new = [_operand(ctx, v) if v.kind is None else ctx.as_input(v) for v in (lhs, rhs)]
+    new = [_operand(ctx, v) if v.kind is None else ctx.as_input(v).expr for v in (lhs, rhs)]
     return Q(call.replace(args=tuple(new)), ACTIVATION)
 
 
@@ -185,14 +290,15 @@ def _forward(ctx: AnnotateContext, call: Call, args: list[Value]) -> Value | Non
     data = args[0]
     if not isinstance(data, Q) or data.kind is None or len(args) != 1:
         return None
-    return Q(call.replace(args=(data.expr,)), data.kind)
+    return Q(call.replace(args=(data.expr,)), data.kind, data.origin)
 
 
 def _max_pool(ctx: AnnotateContext, call: Call, args: list[Value]) -> Value | None:
     data = args[0]
     if not isinstance(data, Q) or data.kind is None:
         return None
-    return Q(call.replace(args=(ctx.as_input(data),)), INPUT)
+    quantized = ctx.as_input(data)
+    return Q(call.replace(args=(quantized.expr,)), INPUT, quantized.origin)
 
 
 def _concatenate(ctx: AnnotateContext, call: Call, args: list[Value]) -> Value | None:
@@ -306,7 +412,8 @@ def annotate(fn: Function, types: ModuleTypes, config: QConfig) -> Annotated:
             if result is None:
                 result = Q(node.replace(args=tuple(ctx.release(a) for a in args)))
             if isinstance(result, Q) and result.kind == ACTIVATION and readers.get(id(node), 0) > 1:
-                result = Q(ctx.attach(result.expr, INPUT), INPUT)
+                marker = ctx.attach(result.expr, INPUT)
+                result = Q(marker, INPUT, ctx.points[marker])
             values[id(node)] = result
         else:
             raise QuantizeError.at(
@@ -316,4 +423,4 @@ def annotate(fn: Function, types: ModuleTypes, config: QConfig) -> Annotated:
             )
     body = ctx.release(values[id(fn.body)])
     function = fn.replace(body=body)
-    return Annotated(function, ctx.points, float_ops)
+    return Annotated(function, ctx.points, float_ops, ctx.biases)

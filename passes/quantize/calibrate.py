@@ -3,7 +3,10 @@
 For a point with `nbit` bits (signed), `valid_range = 2^(nbit - 1)`, the domain scale is
 `scale / valid_range` and values are clipped to `±(valid_range - 1)` (TVM's rule). The
 scale of a `WEIGHT` point comes from its constant (`weight_scale`: `power2` =
-2^ceil(log2 max|w|), `max` = max|w|); that of every other point from `calibrate_mode`:
+2^ceil(log2 max|w|), `max` = max|w|; with `per_channel`, one per output channel: an
+array shaped to broadcast against the weight). A `BIAS` point's domain scale is its
+accumulator's, the product of its input's and weight's domain scales (`nbit_activation`
+bits). Every other point's scale comes from `calibrate_mode`:
 
 * `global_scale`: the configured constant (8.0 by default); needs no data.
 * `kl_divergence`: the threshold that minimizes the KL divergence between the histogram
@@ -18,16 +21,16 @@ calibration batches (`collect_stats`, on the reference interpreter by default).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 
 from ...lang.diagnostics import Diagnostic, Error
-from ...lang.expr import Constant, Function, Tuple
+from ...lang.expr import Constant, Expr, Function, Tuple
 from ...lang.module import IRModule
-from .annotate import WEIGHT, Annotated, QPoint
+from .annotate import BIAS, WEIGHT, Annotated, QPoint
 from .config import QConfig, QuantizeError
 
 KL_BINS = 2048
@@ -40,31 +43,60 @@ Runner = Callable[[IRModule, Batch], Any]
 """Runs `@main` of a module on one batch of named inputs (the interpreter by default)."""
 
 
-@attrs.frozen
-class PointScale:
-    """The calibrated scale of a quantize point and what follows from it."""
+Scale = float | np.ndarray
+"""One scale, or per-channel scales (float64, shaped to broadcast against their tensor)."""
 
-    scale: float
-    dom_scale: float
+
+@attrs.frozen(eq=False)
+class PointScale:
+    """The calibrated scale of a quantize point and what follows from it (`scale` and
+    `dom_scale` are arrays for a per-channel weight or bias); `offset` is subtracted from
+    a `BIAS` point's constant before it is quantized (`bias_correction`)."""
+
+    scale: Scale
+    dom_scale: Scale
     clip_min: float
     clip_max: float
+    offset: Scale = 0.0
 
 
-def point_scale(scale: float, nbit: int) -> PointScale:
+def point_scale(scale: Scale, nbit: int) -> PointScale:
     """The domain scale and clip range of a signed `nbit` point of threshold `scale`."""
     valid_range = 2.0 ** (nbit - 1)
     return PointScale(scale, scale / valid_range, -(valid_range - 1), valid_range - 1)
 
 
-def weight_scale(data: np.ndarray, mode: str) -> float:
+def weight_scale(data: np.ndarray, mode: str, axis: int | None = None) -> Scale:
     """The scale of a weight: `power2` = 2^ceil(log2 max|w|), `max` = max|w| (1.0 for an
-    all-zero weight)."""
-    peak = float(np.max(np.abs(data))) if data.size else 0.0
-    if not math.isfinite(peak):
+    all-zero weight); with `axis`, one per index along it (an array that broadcasts
+    against `data`, the peak taken over the other axes)."""
+    if axis is None or data.ndim == 0:
+        peak = float(np.max(np.abs(data))) if data.size else 0.0
+        if not math.isfinite(peak):
+            raise QuantizeError("a weight to quantize holds a non-finite value (inf or nan)")
+        if peak == 0.0:
+            return 1.0
+        return float(2.0 ** math.ceil(math.log2(peak))) if mode == "power2" else peak
+    others = tuple(a for a in range(data.ndim) if a != axis % data.ndim)
+    peaks = np.max(np.abs(data.astype(np.float64)), axis=others, keepdims=True)
+    if not np.all(np.isfinite(peaks)):
         raise QuantizeError("a weight to quantize holds a non-finite value (inf or nan)")
-    if peak == 0.0:
-        return 1.0
-    return float(2.0 ** math.ceil(math.log2(peak))) if mode == "power2" else peak
+    peaks = np.where(peaks == 0.0, 1.0, peaks)
+    return np.exp2(np.ceil(np.log2(peaks))) if mode == "power2" else peaks
+
+
+def bias_scale(
+    input_scale: PointScale, weight: PointScale, shape: tuple[int, ...] | None, nbit: int
+) -> PointScale:
+    """The scale of a `BIAS` point: the accumulator's domain scale (input x weight domain
+    scales; per-channel weight scales reshaped to `shape`), `nbit` bits."""
+    weight_dom = weight.dom_scale
+    if isinstance(weight_dom, np.ndarray):
+        assert shape is not None
+        weight_dom = weight_dom.reshape(shape)
+    dom = input_scale.dom_scale * weight_dom
+    valid_range = 2.0 ** (nbit - 1)
+    return PointScale(dom * valid_range, dom, -(valid_range - 1), valid_range - 1)
 
 
 def _smooth(p: np.ndarray, eps: float = 1e-4) -> np.ndarray | None:
@@ -158,14 +190,29 @@ def collect_stats(
 ) -> dict[QPoint, np.ndarray]:
     """The values flowing into each non-weight point over every batch of `dataset`
     (flattened, float32). `progress(k)` is called after the k-th batch."""
+    batches, _ = collect_batches(annotated, dataset, runner, progress)
+    return {p: np.concatenate([b.ravel() for b in arrays]) for p, arrays in batches.items()}
+
+
+def collect_batches(
+    annotated: Annotated,
+    dataset: Iterable[Batch],
+    runner: Runner = default_runner,
+    progress: Callable[[int], None] | None = None,
+    extra: Sequence[Expr] = (),
+) -> tuple[dict[QPoint, list[np.ndarray]], list[list[np.ndarray]]]:
+    """The values flowing into each non-weight, non-bias point on every batch of
+    `dataset` (one float32 array per batch), and those of the `extra` expressions of the
+    annotated function (markers are identities there). `progress(k)` is called after
+    the k-th batch."""
     fn = annotated.function
-    measured = [(m, p) for m, p in annotated.markers() if p.kind != WEIGHT]
-    if not measured:
-        return {}
-    probe = Function(fn.params, Tuple(tuple(m.args[0] for m, _ in measured)))
+    measured = [(m, p) for m, p in annotated.markers() if p.kind not in (WEIGHT, BIAS)]
+    if not measured and not extra:
+        return {}, []
+    probe = Function(fn.params, Tuple((*(m.args[0] for m, _ in measured), *extra)))
     module = IRModule.from_expr(probe)
     names = [p.name_hint for p in fn.params]
-    chunks: list[list[np.ndarray]] = [[] for _ in measured]
+    chunks: list[list[np.ndarray]] = [[] for _ in range(len(measured) + len(extra))]
     count = 0
     for batch in dataset:
         _check_batch(batch, names, count)
@@ -177,13 +224,14 @@ def collect_stats(
             note = Diagnostic("note", f"while running calibration batch {count}")
             raise QuantizeError([*error.diagnostics, note]) from None
         for chunk, value in zip(chunks, outputs):
-            chunk.append(np.asarray(value, dtype=np.float32).ravel())
+            chunk.append(np.asarray(value, dtype=np.float32))
         count += 1
         if progress is not None:
             progress(count)
     if count == 0:
         raise QuantizeError("the calibration dataset is empty: give at least one batch")
-    return {p: np.concatenate(chunk) for (_, p), chunk in zip(measured, chunks)}
+    points = {p: chunk for (_, p), chunk in zip(measured, chunks)}
+    return points, chunks[len(measured) :]
 
 
 def _check_batch(batch: object, names: list[str], index: int) -> None:
@@ -216,20 +264,36 @@ def calibrate(
     """The scale of every quantize point of `annotated` under `config`; `dataset` (an
     iterable of batches: input name → array) is needed by `kl_divergence` and
     `percentile`."""
+    from .correct import bias_offsets, correction_inputs
+
     stats: dict[QPoint, np.ndarray] = {}
-    if config.calibrate_mode != "global_scale":
+    batches: dict[QPoint, list[np.ndarray]] = {}
+    extra: list[list[np.ndarray]] = []
+    if config.calibrate_mode != "global_scale" or config.bias_correction:
         if dataset is None:
+            needs = (
+                "bias_correction=True"
+                if config.calibrate_mode == "global_scale"
+                else f"calibrate_mode={config.calibrate_mode!r}"
+            )
             raise QuantizeError(
-                f"calibrate_mode={config.calibrate_mode!r} needs a calibration dataset "
+                f"{needs} needs a calibration dataset "
                 "(dataset=[{input name: array}, ...] / --calib data.npz)"
             )
-        stats = collect_stats(annotated, dataset, runner, progress)
+        inputs = correction_inputs(annotated) if config.bias_correction else {}
+        probes = [expr for expr in inputs.values() if isinstance(expr, Expr)]
+        batches, extra = collect_batches(annotated, dataset, runner, progress, probes)
+        if config.calibrate_mode != "global_scale":
+            stats = {p: np.concatenate([b.ravel() for b in bs]) for p, bs in batches.items()}
     scales: dict[QPoint, PointScale] = {}
+    scale: Scale
     for marker, point in annotated.markers():
+        if point.kind == BIAS:
+            continue
         if point.kind == WEIGHT:
             source = marker.args[0]
             assert isinstance(source, Constant)
-            scale = weight_scale(source.data, config.weight_scale)
+            scale = weight_scale(source.data, config.weight_scale, point.axis)
         elif config.calibrate_mode == "global_scale":
             scale = float(config.global_scale)
         else:
@@ -241,4 +305,16 @@ def calibrate(
             if not scale > 0.0:  # an all-zero point: any scale represents it exactly
                 scale = 1.0
         scales[point] = point_scale(scale, config.nbit_of(point.kind))
+    for point, bias in annotated.biases.items():
+        nbit = config.nbit_of(BIAS)
+        scales[point] = bias_scale(scales[bias.input], scales[bias.weight], bias.shape, nbit)
+    if config.bias_correction:
+        probed = iter(extra)
+        conv_inputs = {
+            point: batches[where] if isinstance(where, QPoint) else next(probed)
+            for point, where in inputs.items()
+        }
+        offsets = bias_offsets(annotated, scales, conv_inputs, config, runner)
+        for point, offset in offsets.items():
+            scales[point] = attrs.evolve(scales[point], offset=offset)
     return scales

@@ -29,9 +29,10 @@ from .simulate import simulate
 
 @attrs.frozen
 class PointComparison:
-    """One quantize point on one input: its kind name, quantization step, the largest
-    |realized - simulated| in steps, the fraction of elements where they differ by half a
-    step or more, and the cosine of simulated vs float."""
+    """One quantize point on one input: its kind name, quantization step (a per-channel
+    point's largest), the largest |realized - simulated| in steps (each element in its own
+    channel's), the fraction of elements where they differ by half a step or more, and
+    the cosine of simulated vs float."""
 
     point: QPoint
     kind: str
@@ -73,13 +74,14 @@ def compare_points(
     reals = runner(_probe(real_fn, [realized[p] for p in points]), inputs)
     result = []
     for point, want, sim, real in zip(points, floats, sims, reals):
-        step = scales[point].dom_scale
-        s = np.asarray(sim, dtype=np.float64).ravel()
-        r = np.asarray(real, dtype=np.float64).ravel()
+        step = scales[point].dom_scale  # per channel: an array broadcasting against sim
+        s = np.asarray(sim, dtype=np.float64)
+        steps = (np.abs(np.asarray(real, dtype=np.float64) - s) / step).ravel()
+        s = s.ravel()
         f = np.asarray(want, dtype=np.float64).ravel()
-        steps = np.abs(r - s) / step
         gap = float(np.max(steps)) if s.size else 0.0
         differing = float(np.mean(steps >= 0.5)) if s.size else 0.0
         kind = KIND_NAMES[point.kind]
-        result.append(PointComparison(point, kind, step, gap, differing, _cosine(s, f)))
+        coarsest = float(np.max(step))
+        result.append(PointComparison(point, kind, coarsest, gap, differing, _cosine(s, f)))
     return result

@@ -20,6 +20,7 @@ from ...lang.diagnostics import Error
 
 CALIBRATE_MODES = ("global_scale", "kl_divergence", "percentile")
 WEIGHT_SCALES = ("power2", "max")
+BIAS_MODES = ("weight", "int32")
 ROUNDINGS = ("UPWARD", "TONEAREST")
 INTEGER_DTYPES = ("int8", "int16", "int32")
 
@@ -63,6 +64,21 @@ class QConfig:
     * `debug_enabled_ops`: when given, only these operators are quantized.
     * `rounding`: `UPWARD` (half up) or `TONEAREST` (half away from zero) for rescaling.
     * `percentile`: the quantile of |x| the `percentile` mode takes (TVM's 0.99999).
+
+    Two options depart from TVM's flow (TFLite's and ONNX Runtime's choices):
+
+    * `per_channel` (default False, TVM: one scale per weight tensor): each output channel
+      of a conv2d (OIHW weights, NCHW data) or dense weight gets its own scale
+      (`weight_scale` rule per channel); the accumulator is then rescaled per channel.
+    * `bias_mode` (default `"int32"`; TVM's flow is `"weight"`): a constant added to a
+      conv2d/dense accumulator (`add`, `nn.bias_add`) is quantized in
+      `dtype_activation` at the accumulator's own scale (input scale x weight scale), so
+      it adds with no rescale and keeps 31 bits; `"weight"` quantizes it as a weight
+      (`nbit_weight` bits, its own scale), which rounds small biases to zero.
+    * `bias_correction` (default False; needs `bias_mode="int32"` and a calibration
+      dataset in every mode): each int32 bias absorbs the mean error quantization adds to
+      its accumulator on the dataset (Nagel et al. 2019's empirical bias correction,
+      `relay.passes.quantize.correct`).
     """
 
     nbit_input: int = 8
@@ -81,6 +97,9 @@ class QConfig:
     debug_enabled_ops: tuple[str, ...] | None = attrs.field(default=None, converter=_name_list)
     rounding: str = "UPWARD"
     percentile: float = 0.99999
+    per_channel: bool = False
+    bias_mode: str = "int32"
+    bias_correction: bool = False
 
     def __attrs_post_init__(self) -> None:
         for name in ("nbit_input", "nbit_weight", "nbit_activation"):
@@ -96,6 +115,12 @@ class QConfig:
         _choice("calibrate_mode", self.calibrate_mode, CALIBRATE_MODES)
         _choice("weight_scale", self.weight_scale, WEIGHT_SCALES)
         _choice("rounding", self.rounding, ROUNDINGS)
+        _choice("bias_mode", self.bias_mode, BIAS_MODES)
+        for name in ("per_channel", "bias_correction"):
+            if not isinstance(getattr(self, name), bool):
+                raise QuantizeError(f"{name} must be True or False, not {getattr(self, name)!r}")
+        if self.bias_correction and self.bias_mode != "int32":
+            raise QuantizeError('bias_correction=True needs bias_mode="int32"')
         scale = self.global_scale
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
             raise QuantizeError(f"global_scale must be a positive number, not {scale!r}")

@@ -2,7 +2,9 @@
 
 A point of domain scale `s` and range `[lo, hi]` becomes, in float32,
 `clip(round(x * (1 / s)), lo, hi) * s` (rounding as `arith.round_expr`); a constant
-weight is fake-quantized now. This is TVM's `do_simulation=True` program, in core ops.
+weight or bias is fake-quantized now (per channel when its scale is an array; an int32
+bias rounded in float64, as `realize` does). This is TVM's `do_simulation=True`
+program, in core ops.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import numpy as np
 
 from ...lang.expr import Call, Constant, Expr, Function
 from ...lang.traversal import ExprMutator
-from .annotate import Annotated, QPoint
-from .arith import call, quantize_array, quantize_float, scalar
+from .annotate import BIAS, Annotated, QPoint
+from .arith import call, quantize_array, quantize_float, scale_constant
 from .calibrate import PointScale
 from .config import QConfig
 
@@ -44,11 +46,13 @@ class _Simulator(ExprMutator):
         x = rebuilt.args[0]
         fake: Expr
         if isinstance(x, Constant):
-            q = quantize_array(x.data, s.dom_scale, s.clip_min, s.clip_max, self.rounding)
-            fake = Constant((q * np.float32(s.dom_scale)).astype(np.float32))
+            wide = point.kind == BIAS
+            data = x.data - s.offset if wide else x.data
+            q = quantize_array(data, s.dom_scale, s.clip_min, s.clip_max, self.rounding, wide)
+            fake = Constant((q * np.asarray(s.dom_scale, np.float32)).astype(np.float32))
         else:
             q_expr = quantize_float(x, s.dom_scale, s.clip_min, s.clip_max, self.rounding)
-            fake = call("multiply", q_expr, scalar(s.dom_scale, "float32"))
+            fake = call("multiply", q_expr, scale_constant(s.dom_scale))
         if self.taps is not None:
             self.taps[point] = fake
         return fake

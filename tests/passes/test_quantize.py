@@ -48,6 +48,8 @@ def test_qconfig_defaults_are_tvms():
         assert cfg.weight_scale == "power2" and cfg.skip_conv_layers == (0,)
         assert cfg.skip_dense_layer and not cfg.do_simulation and cfg.round_for_shift
         assert cfg.debug_enabled_ops is None and cfg.rounding == "UPWARD"
+        # departures from TVM's flow (documented in QConfig): int32 biases by default
+        assert cfg.bias_mode == "int32" and not cfg.per_channel and not cfg.bias_correction
 
 
 def test_qconfig_nests_and_restores():
