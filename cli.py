@@ -476,6 +476,12 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         options["skip_conv_layers"] = [int(v) for v in args.skip_conv_layers.split(",") if v]
     if args.quantize_dense:
         options["skip_dense_layer"] = False
+    options["per_channel"] = args.per_channel
+    options["bias_mode"] = args.bias_mode
+    if args.bias_correction:
+        if dataset is None:
+            raise _UsageError("--bias-correction needs calibration data (--calib data.npz)")
+        options["bias_correction"] = True
     with qconfig(**options):
         quantized, report = quantize_with_report(module, params, dataset, progress=progress)
     if args.params_out:
@@ -846,6 +852,18 @@ def build_parser() -> argparse.ArgumentParser:
     quant.add_argument(
         "--weight-scale", choices=("power2", "max"), default="power2",
         help="weight scales: power2 (default) or max",
+    )  # fmt: skip
+    quant.add_argument(
+        "--per-channel", action="store_true",
+        help="one weight scale per output channel (default: one per weight tensor, as TVM)",
+    )  # fmt: skip
+    quant.add_argument(
+        "--bias-mode", choices=("int32", "weight"), default="int32",
+        help="biases as int32 at the accumulator's scale (default) or 8-bit as weights (TVM)",
+    )  # fmt: skip
+    quant.add_argument(
+        "--bias-correction", action="store_true",
+        help="take the mean accumulator error measured on --calib out of each bias",
     )  # fmt: skip
     quant.add_argument(
         "--skip-conv-layers", metavar="I,J",

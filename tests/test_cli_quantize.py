@@ -89,3 +89,35 @@ def test_missing_params_and_missing_calibration(files, capsys):
         main(["quantize", str(model), "--mode", "percentile"])
     assert exit_info.value.code == 2
     assert "needs calibration data" in capsys.readouterr().err
+
+
+def test_per_channel_int32_bias_and_bias_correction_flags_match_the_api(files, capsys):
+    mod, params, tmp, model, weights, calib = files
+    out, wout = tmp / "q.relay", tmp / "q.npz"
+    argv = [
+        "quantize", str(model), "--params", str(weights), "--calib", str(calib),
+        "--mode", "percentile", "--per-channel", "--bias-correction", "--weight-scale", "max",
+        "-o", str(out), "--params-out", str(wout),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    with np.load(wout) as archive:
+        qweights = {k: archive[k] for k in archive.files}
+    data = [{"x": x} for x in np.load(calib)["x"]]
+    options = {"calibrate_mode": "percentile", "weight_scale": "max", "per_channel": True}
+    with qconfig(**options, bias_correction=True):
+        expected = quantize(mod, params, data)
+    with qconfig(**options):
+        uncorrected = quantize(mod, params, data)
+    x = np.random.default_rng(5).normal(size=(1, 3, 8, 8)).astype(np.float32)
+    got = interpret(relay.parse(out.read_text()), x=x, **qweights)
+    np.testing.assert_array_equal(got, interpret(expected, x=x))
+    assert not np.array_equal(got, interpret(uncorrected, x=x))
+
+
+def test_bias_correction_without_calibration_data_is_a_usage_error(files, capsys):
+    _, _, _, model, weights, _ = files
+    with pytest.raises(SystemExit) as exit_info:
+        main(["quantize", str(model), "--params", str(weights), "--bias-correction"])
+    assert exit_info.value.code == 2
+    assert "--bias-correction needs calibration data" in capsys.readouterr().err
