@@ -17,8 +17,9 @@ before each round). The costs are seconds per call, one per round; the times inc
 
 A config that fails is a result with `error` set and no cost: `build` (lowering or code
 generation raised), `wrong` (outputs differ from the interpreter), `crash` (the worker
-died: a segfault, an abort), `timeout` (no answer within `timeout` seconds: the worker is
-killed). A dead or killed worker is replaced for the next config; the tuner goes on.
+died: a segfault, an abort), `timeout` (no answer within `timeout` seconds of the request,
+a new worker's start-up not counted: the worker is killed). A dead or killed worker is
+replaced for the next config; the tuner goes on.
 
 `faults` (for tests) makes the worker misbehave on given configs: `"crash"` (SIGSEGV),
 `"hang"` (sleeps), `"wrong"` (perturbs the outputs before the check).
@@ -415,6 +416,8 @@ def serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
+    replies.write(_READY)  # booted: configs' timeouts count from here
+    replies.flush()
     requests = sys.stdin.buffer
     refs: dict[str, list[np.ndarray]] = {}
     while True:
@@ -433,6 +436,12 @@ def serve() -> None:
             )
         _send(replies, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 
+
+_READY = b"R"
+"""The byte a worker writes once it has started and imported relay."""
+
+BOOT_TIMEOUT = 300.0
+"""Seconds a new worker may take to start (its imports), apart from any config's timeout."""
 
 _BOOT = (
     "import importlib, json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
@@ -471,7 +480,17 @@ class Measurer:
             close_fds=True,
             env=env,
         )
+        self._await_boot(self.process)
         return self.process
+
+    def _await_boot(self, process: subprocess.Popen[bytes]) -> None:
+        """Wait for a new worker's ready byte, so that starting Python and importing relay
+        (seconds on a loaded machine) never count against a config's timeout. A worker that
+        dies or stays silent here is left to `measure_one`'s crash and timeout handling."""
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout.fileno()], [], [], BOOT_TIMEOUT)
+        if ready:
+            process.stdout.read(len(_READY))
 
     def _stderr_tail(self) -> str:
         if self.stderr is None:
