@@ -83,8 +83,9 @@ class _Comparer:
         self.forward: dict[int, object] = {}
         self.backward: dict[int, object] = {}
         self.done: set[tuple[int, int]] = set()
-        # tasks: (lhs, rhs, frame index); frames: (parent frame, label)
-        self.frames: list[tuple[int, str]] = [(-1, "")]
+        # tasks: (lhs, rhs, frame index); frames: (parent frame, label, element index or
+        # None); labels are put together only for the path of a mismatch
+        self.frames: list[tuple[int, str, int | None]] = [(-1, "", None)]
         self.stack: list[tuple[object, object, int]] = []
         self.keep: list[object] = []
 
@@ -92,8 +93,8 @@ class _Comparer:
     def path(self, frame: int) -> str:
         parts: list[str] = []
         while frame > 0:
-            parent, label = self.frames[frame]
-            parts.append(label)
+            parent, label, index = self.frames[frame]
+            parts.append(label if index is None else f"{label}[{index}]")
             frame = parent
         text = ""
         for label in reversed(parts):
@@ -101,8 +102,9 @@ class _Comparer:
         return text
 
     def push(self, a: object, b: object, frame: int, label: str) -> None:
-        self.frames.append((frame, label))
-        self.stack.append((a, b, len(self.frames) - 1))
+        frames = self.frames
+        self.stack.append((a, b, len(frames)))
+        frames.append((frame, label, None))
 
     def bind(self, a: object, b: object) -> bool:
         """Record that binders `a` and `b` correspond; False if that contradicts a mapping."""
@@ -139,25 +141,40 @@ class _Comparer:
     def push_all(self, xs: Any, ys: Any, frame: int, label: str) -> str | None:
         if len(xs) != len(ys):
             return f"{label}: {len(xs)} vs {len(ys)} elements"
+        frames, push = self.frames, self.stack.append
         for i in reversed(range(len(xs))):
-            self.push(xs[i], ys[i], frame, f"{label}[{i}]")
+            push((xs[i], ys[i], len(frames)))
+            frames.append((frame, label, i))
         return None
 
     # ------------------------------------------------------------------ driver
     def run(self, a: object, b: object) -> Mismatch | None:
-        self.stack.append((a, b, 0))
-        while self.stack:
-            x, y, frame = self.stack.pop()
-            reason = self.compare(x, y, frame)
+        stack = self.stack
+        stack.append((a, b, 0))
+        pop, compare = stack.pop, self.compare
+        while stack:
+            x, y, frame = pop()
+            reason = compare(x, y, frame)
             if reason is not None:
                 return Mismatch(self.path(frame), reason, x, y)
         return None
 
     def compare(self, a: Any, b: Any, frame: int) -> str | None:
-        if a is b and not isinstance(a, Var | TypeVar | ShapeVar):
+        cls = type(a)
+        if a is b and cls is not Var and not isinstance(a, TypeVar | ShapeVar):
             return None
-        if type(a) is not type(b):
-            return f"{type(a).__name__} vs {type(b).__name__}"
+        if cls is not type(b):
+            return f"{cls.__name__} vs {type(b).__name__}"
+        fast = _COMPARE_EXPR.get(cls)
+        if fast is not None:  # the common expression classes: a method each
+            if cls is Var:
+                return fast(self, a, b, frame)
+            key = (id(a), id(b))
+            if key in self.done:
+                return None
+            self.done.add(key)
+            self.keep.extend((a, b))
+            return fast(self, a, b, frame)
         if isinstance(a, Expr) and not isinstance(a, Var):
             key = (id(a), id(b))
             if key in self.done:
@@ -241,6 +258,29 @@ class _Comparer:
         raise TypeError(f"structural equality: unhandled class {type(a).__name__}")
 
     done_vars: set[int]
+
+    def compare_var(self, a: Var, b: Var, frame: int) -> str | None:
+        if not self.use(a, b):
+            return f"variable %{a.name_hint} vs %{b.name_hint}"
+        if self.forward.get(id(a)) is b and id(a) not in self.done_vars:
+            self.done_vars.add(id(a))
+            self.push_optional_type(a.type_annotation, b.type_annotation, frame, "type")
+        return None
+
+    def compare_call(self, a: Call, b: Call, frame: int) -> str | None:
+        if a.attrs != b.attrs:
+            return f"attributes {_attrs_text(a.attrs)} vs {_attrs_text(b.attrs)}"
+        reason = self.push_all(a.args, b.args, frame, "args")
+        if reason is None and (a.type_args or b.type_args):
+            reason = self.push_all(a.type_args, b.type_args, frame, "type_args")
+        self.push(a.op, b.op, frame, "op")
+        return reason
+
+    def compare_let(self, a: Let, b: Let, frame: int) -> str | None:
+        reason = self.bind_var(a.var, b.var, frame, "var")
+        self.push(a.body, b.body, frame, "body")
+        self.push(a.value, b.value, frame, "value")
+        return reason
 
     def compare_function(self, a: Function, b: Function, frame: int) -> str | None:
         if a.attrs != b.attrs:
@@ -360,6 +400,15 @@ class _Comparer:
         return None
 
 
+_COMPARE_EXPR: dict[type, Any] = {
+    Var: _Comparer.compare_var,
+    Call: _Comparer.compare_call,
+    Let: _Comparer.compare_let,
+}
+"""The comparisons of the most common expression classes, by exact class (the others go
+through `compare`'s `match`, which gives them the same answers)."""
+
+
 def _attrs_text(attrs: Attrs | None) -> str:
     return "{}" if attrs is None else str(dict(attrs.non_default_items()))
 
@@ -407,10 +456,16 @@ class _Hasher:
         self.binder_tags: dict[int, int] = {}
         self.memo: dict[int, int] = {}
 
-    def tag_binders(self, root: Expr) -> None:
+    def tag_binders(self, root: Expr, order: list[Expr] | None = None) -> None:
         tags = self.binder_tags
-        for node in post_order(root):
-            if isinstance(node, Function):
+        let_tag = _h("let")
+        for node in post_order(root) if order is None else order:
+            cls = type(node)
+            if cls is Let:
+                tags[id(node.var)] = let_tag  # type: ignore[attr-defined]
+            elif cls is Call or cls is Var or cls is Constant:
+                continue
+            elif isinstance(node, Function):
                 for i, p in enumerate(node.params):
                     tags[id(p)] = _h("param", i)
                 for i, tp in enumerate(node.type_params):
@@ -484,10 +539,35 @@ class _Hasher:
         return _h(type(p).__name__)
 
     def expr_hash(self, root: Expr) -> int:
-        self.tag_binders(root)
+        order = list(post_order(root))
+        self.tag_binders(root, order)
         memo = self.memo
-        for node in post_order(root):
-            memo[id(node)] = _h(self.local(node), *(memo[id(c)] for c in children(node)))
+        tags = self.binder_tags
+        local = self.local
+        hashed = memo.__getitem__
+        var_types: dict[int, int] = {}  # hashes of annotations (by id; kept alive by nodes)
+        call_tag, let_tag = _h("call", None), _h("Let")
+        for node in order:
+            cls = type(node)
+            if cls is Var:
+                ann = node.type_annotation  # type: ignore[attr-defined]
+                th = var_types.get(id(ann))
+                if th is None:
+                    th = self.type_hash(ann)
+                    if ann is None or type(ann) is TensorType:  # no type variables in it
+                        var_types[id(ann)] = th
+                memo[id(node)] = hash((hash(("var", tags.get(id(node), 7), th)),))
+            elif cls is Call and node.attrs is None and not node.type_args:  # type: ignore[attr-defined]
+                op_hash = hashed(id(node.op))  # type: ignore[attr-defined]
+                args = map(hashed, map(id, node.args))  # type: ignore[attr-defined]
+                memo[id(node)] = hash((call_tag, op_hash, *args))
+            elif cls is Let:
+                var, value, body = node.var, node.value, node.body  # type: ignore[attr-defined]
+                memo[id(node)] = hash(
+                    (let_tag, hashed(id(var)), hashed(id(value)), hashed(id(body)))
+                )
+            else:
+                memo[id(node)] = _h(local(node), *map(hashed, map(id, children(node))))
         return memo[id(root)]
 
 

@@ -12,6 +12,7 @@ counts) is written against `children` / `with_children`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import is_
 
 from .adt import Constructor
 from .expr import (
@@ -85,25 +86,58 @@ _CHILDREN: dict[type, Callable[[Expr], tuple[Expr, ...]]] = {
     RefWrite: lambda e: (e.ref, e.value),  # type: ignore[attr-defined]
 }
 
+
+def _same(new: Sequence[Expr], old: Sequence[Expr]) -> bool:
+    """Whether `new` holds exactly the objects of `old`, in order."""
+    return len(new) == len(old) and all(map(is_, new, old))
+
+
+# Rebuilding calls the class's constructor directly (`replace` goes through
+# `attrs.evolve`, several times slower): these run once per rebuilt node of every pass.
+def _rebuild_tuple(e: Tuple, c: Sequence[Expr]) -> Expr:
+    return e if _same(c, e.fields) else Tuple(c, span=e.span)
+
+
+def _rebuild_projection(e: TupleGetItem, c: Sequence[Expr]) -> Expr:
+    value = c[0]
+    return e if value is e.tuple_value else TupleGetItem(value, e.index, span=e.span)
+
+
+def _rebuild_call(e: Call, c: Sequence[Expr]) -> Expr:
+    op, args = c[0], c[1:]
+    if op is e.op and _same(args, e.args):
+        return e
+    return Call(op, args, e.attrs, e.type_args, span=e.span)
+
+
+def _rebuild_let(e: Let, c: Sequence[Expr]) -> Expr:
+    var, value, body = c
+    if var is e.var and value is e.value and body is e.body:
+        return e
+    return Let(var, value, body, span=e.span)  # type: ignore[arg-type]
+
+
+def _rebuild_if(e: If, c: Sequence[Expr]) -> Expr:
+    cond, then, other = c
+    if cond is e.cond and then is e.true_branch and other is e.false_branch:
+        return e
+    return If(cond, then, other, span=e.span)
+
+
+def _rebuild_function(e: Function, c: Sequence[Expr]) -> Expr:
+    params, body = c[:-1], c[-1]
+    if body is e.body and _same(params, e.params):
+        return e
+    return Function(params, body, e.ret_type, e.type_params, e.attrs, span=e.span)  # type: ignore[arg-type]
+
+
 _REBUILD: dict[type, Callable[[Expr, Sequence[Expr]], Expr]] = {
-    Tuple: lambda e, c: (
-        e.replace(fields=tuple(c))
-        if any(a is not b for a, b in zip(c, e.fields))  # type: ignore[attr-defined]
-        else e
-    ),
-    TupleGetItem: lambda e, c: e.replace(tuple_value=c[0]),
-    Call: lambda e, c: (
-        e.replace(op=c[0], args=tuple(c[1:]))
-        if any(a is not b for a, b in zip(c, (e.op, *e.args)))  # type: ignore[attr-defined]
-        else e
-    ),
-    Let: lambda e, c: e.replace(var=c[0], value=c[1], body=c[2]),
-    If: lambda e, c: e.replace(cond=c[0], true_branch=c[1], false_branch=c[2]),
-    Function: lambda e, c: (
-        e.replace(params=tuple(c[:-1]), body=c[-1])
-        if any(a is not b for a, b in zip(c, (*e.params, e.body)))  # type: ignore[attr-defined]
-        else e
-    ),
+    Tuple: _rebuild_tuple,  # type: ignore[dict-item]
+    TupleGetItem: _rebuild_projection,  # type: ignore[dict-item]
+    Call: _rebuild_call,  # type: ignore[dict-item]
+    Let: _rebuild_let,  # type: ignore[dict-item]
+    If: _rebuild_if,  # type: ignore[dict-item]
+    Function: _rebuild_function,  # type: ignore[dict-item]
     Match: _rebuild_match,  # type: ignore[dict-item]
     RefCreate: lambda e, c: e.replace(value=c[0]),
     RefRead: lambda e, c: e.replace(ref=c[0]),
@@ -182,31 +216,39 @@ def post_order_by(root: Expr, children_of: Callable[[Expr], Sequence[Expr]]) -> 
     return order
 
 
+_DONE = object()
+"""Pushed above a node on the walk's stack: the node's children are finished."""
+
+
 def post_order(root: Expr) -> Iterator[Expr]:
     """Every node reachable from `root`, children before parents, each exactly once."""
-    # the hottest loop of the project: locals for the lookups, leaves yielded at once
+    # the hottest loop of the project: locals for the lookups, leaves yielded at once, and
+    # a marker above an expanded node instead of a (node, flag) pair per stack entry
     seen: set[int] = set()
     mark = seen.add
-    stack: list[tuple[Expr, bool]] = [(root, False)]
+    table = _CHILDREN
+    done = _DONE
+    stack: list[object] = [root]
     pop, push = stack.pop, stack.append
     while stack:
-        node, expanded = pop()
-        if expanded:
-            yield node
+        node = pop()
+        if node is done:
+            yield pop()  # type: ignore[misc]
             continue
         key = id(node)
         if key in seen:
             continue
         mark(key)
-        get = _CHILDREN.get(type(node))
-        kids = get(node) if get is not None else children(node)
+        get = table.get(type(node))
+        kids = get(node) if get is not None else children(node)  # type: ignore[arg-type]
         if not kids:
-            yield node
+            yield node  # type: ignore[misc]
             continue
-        push((node, True))
+        push(node)
+        push(done)
         for child in reversed(kids):
             if id(child) not in seen:
-                push((child, False))
+                push(child)
 
 
 def pre_order(root: Expr) -> Iterator[Expr]:

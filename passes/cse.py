@@ -29,7 +29,7 @@ nor shared (it may be out of scope elsewhere); its operands are.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 
 from ..lang.expr import Call, Constant, Expr, Function, Let, Tuple, TupleGetItem
 from ..lang.module import IRModule
@@ -41,16 +41,17 @@ from .pass_base import function_pass
 from .pattern import RewriteContext, Rule, apply_rules, wildcard
 
 
-def _scopes(root: Expr) -> tuple[dict[int, int], set[int]]:
+def _scopes(root: Expr, order: Iterable[Expr] | None = None) -> tuple[dict[int, int], set[int]]:
     """For each node (by id), the id of the function whose body first reaches it (empty
     when `root` has no function literal: every node is then in scope 0); and the ids of
-    the values bound by `let`."""
+    the values bound by `let`. `order`, if given, is `post_order(root)`."""
     let_values: set[int] = set()
     has_function = False
-    for node in post_order(root):
-        if isinstance(node, Let):
-            let_values.add(id(node.value))
-        elif isinstance(node, Function):
+    for node in post_order(root) if order is None else order:
+        cls = type(node)
+        if cls is Let:
+            let_values.add(id(node.value))  # type: ignore[attr-defined]
+        elif cls is Function:
             has_function = True
     scope: dict[int, int] = {}
     stack: list[tuple[Expr, int]] = [(root, 0)] if has_function else []
@@ -66,25 +67,28 @@ def _scopes(root: Expr) -> tuple[dict[int, int], set[int]]:
 
 def _key(node: Expr) -> Hashable | None:
     """The merge key of `node` (children by identity), or None if it must not be merged."""
-    if isinstance(node, Call):
-        if not isinstance(node.op, Op) or node.op.name in NEVER_FOLDED:
+    cls = type(node)
+    if cls is Call:
+        op = node.op  # type: ignore[attr-defined]
+        if type(op) is not Op or op.name in NEVER_FOLDED:
             return None
-        return ("call", node.op, node.attrs, node.type_args, *map(id, node.args))
-    if isinstance(node, Constant):
-        data = node.data
-        return ("const", node.dtype, data.shape, data.tobytes())
-    if isinstance(node, Tuple):
-        return ("tuple", *map(id, node.fields))
-    if isinstance(node, TupleGetItem):
-        return ("proj", node.index, id(node.tuple_value))
+        return ("call", op, node.attrs, node.type_args, *map(id, node.args))  # type: ignore[attr-defined]
+    if cls is Constant:
+        data = node.data  # type: ignore[attr-defined]  # its numpy dtype decides its relay dtype
+        return ("const", data.dtype, data.shape, data.tobytes())
+    if cls is Tuple:
+        return ("tuple", *map(id, node.fields))  # type: ignore[attr-defined]
+    if cls is TupleGetItem:
+        return ("proj", node.index, id(node.tuple_value))  # type: ignore[attr-defined]
     return None
 
 
-def sharing_rule(root: Expr) -> Rule:
+def sharing_rule(root: Expr, order: Iterable[Expr] | None = None) -> Rule:
     """The rule that replaces a node of `root` by the first equal node met before it in
     the same function body (the driver rewrites bottom-up, so children are shared
-    already and comparing them by identity suffices)."""
-    scope, let_values = _scopes(root)
+    already and comparing them by identity suffices). `order`, if given, is
+    `post_order(root)`."""
+    scope, let_values = _scopes(root, order)
     table: dict[tuple[int, Hashable], Expr] = {}
 
     def share(node: Expr, ctx: RewriteContext) -> Expr | None:
@@ -105,7 +109,8 @@ def sharing_rule(root: Expr) -> Rule:
 
 def cse_expr(root: Expr) -> Expr:
     """`root` with equal pure subexpressions of the same function body shared."""
-    return apply_rules(sharing_rule(root), root, fixpoint=False)
+    order = list(post_order(root))
+    return apply_rules(sharing_rule(root, order), root, fixpoint=False, nodes=order)
 
 
 @function_pass(name="cse", opt_level=3, tvm_name="EliminateCommonSubexpr")

@@ -29,7 +29,7 @@ from __future__ import annotations
 from attrs import frozen
 
 from ..lang.adt import Constructor
-from ..lang.expr import Call, Expr, Function, Let, Match, RefWrite, Var
+from ..lang.expr import Call, Constant, Expr, Function, GlobalVar, Let, Match, RefWrite, Var
 from ..lang.module import IRModule
 from ..lang.op import Op
 from ..lang.traversal import ExprMutator, children, post_order
@@ -54,6 +54,10 @@ def operands(node: Expr) -> tuple[Expr, ...]:
     if isinstance(node, Match):
         return (node.data, *(clause.rhs for clause in node.clauses))
     return children(node)
+
+
+_LEAVES = frozenset({Var, GlobalVar, Constant, Op, Constructor})
+"""Node classes without children (pure, no operands)."""
 
 
 def _locally_pure(node: Expr) -> bool:
@@ -82,14 +86,27 @@ def purity(root: Expr, nodes: list[Expr] | None = None) -> dict[int, bool]:
 def dce_expr(expr: Expr, ignore_impurity: bool = False) -> Expr:
     """`expr` without its unused (pure, unless `ignore_impurity`) let bindings."""
     nodes = list(post_order(expr))
-    if not any(isinstance(n, Let) for n in nodes):
+    lets = [n for n in nodes if type(n) is Let]
+    if not lets:
         return expr
-    pure = purity(expr, nodes)
+    # purity (as `purity` computes it) and use counts, in one loop
+    pure: dict[int, bool] = {}
     count: dict[int, int] = {}
+    get = count.get
+    leaves = _LEAVES
     for node in nodes:
-        for kid in operands(node):
-            count[id(kid)] = count.get(id(kid), 0) + 1
-    binding: dict[int, Let] = {id(n.var): n for n in nodes if isinstance(n, Let)}
+        cls = type(node)
+        if cls in leaves:
+            pure[id(node)] = True
+            continue
+        kids = (node.value, node.body) if cls is Let else operands(node)  # type: ignore[attr-defined]
+        for kid in kids:
+            count[id(kid)] = get(id(kid), 0) + 1
+        if cls is Function:
+            pure[id(node)] = True
+        else:
+            pure[id(node)] = _locally_pure(node) and all(pure[id(k)] for k in kids)
+    binding: dict[int, Let] = {id(n.var): n for n in lets}  # type: ignore[attr-defined]
     removed: set[int] = set()  # lets replaced by their body
     deleted: set[int] = set()  # nodes no longer reachable
 
@@ -122,7 +139,7 @@ def dce_expr(expr: Expr, ignore_impurity: bool = False) -> Expr:
             and (ignore_impurity or pure[id(let.value)])
         )
 
-    work = [n for n in nodes if isinstance(n, Let)]
+    work: list[Let] = lets  # type: ignore[assignment]
     while work:
         let = work.pop()
         if droppable(let):
@@ -130,7 +147,7 @@ def dce_expr(expr: Expr, ignore_impurity: bool = False) -> Expr:
             work.extend(release(let.value))
     if not removed:
         return expr
-    return _DropLets(removed).visit(expr)
+    return _DropLets(removed).visit(expr, nodes)
 
 
 class _DropLets(ExprMutator):

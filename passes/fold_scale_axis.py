@@ -28,6 +28,8 @@ becomes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..lang.expr import Call, Constant, Expr, Function, Let, Var
@@ -38,7 +40,7 @@ from ..lang.traversal import children, post_order
 from ..typecheck import ModuleTypes, infer_expr
 from .context import PassContext
 from .pass_base import NoOptions, function_pass
-from .pattern import RewriteContext, Rule, apply_rules, wildcard
+from .pattern import RewriteContext, Rule, apply_rules, is_op, wildcard
 
 
 def _op_name(e: Expr) -> str:
@@ -80,37 +82,45 @@ def _fold(producer: Call, c: Constant) -> Expr | None:
     return producer.replace(args=(producer.args[0], new_weight))
 
 
-def _readers(fn: Function) -> tuple[dict[int, int], dict[Var, Call]]:
-    """How many nodes read each node (a `let` binder is not a read), and the variables
-    bound by `let` to a call."""
-    readers: dict[int, int] = {}
-    bound: dict[Var, Call] = {}
-    for node in post_order(fn):
-        kids = children(node)
-        if isinstance(node, Let):
-            kids = kids[1:]
-            if isinstance(node.value, Call):
-                bound[node.var] = node.value
-        for kid in kids:
-            readers[id(kid)] = readers.get(id(kid), 0) + 1
-    return readers, bound
+class _Uses:
+    """What the plans need to know of a function, from one walk: how many nodes read each
+    node (a `let` binder is not a read), the variables bound by `let` to a call, and the
+    calls of `multiply` and of `nn.conv2d` / `nn.dense` (children first)."""
 
-
-Readers = tuple[dict[int, int], dict[Var, Call]]
+    def __init__(self, order: Sequence[Expr]) -> None:
+        readers: dict[int, int] = {}
+        self.readers = readers
+        self.bound: dict[Var, Call] = {}
+        self.multiplies: list[Call] = []
+        self.consumers: list[Call] = []
+        for node in order:
+            if type(node) is Call:
+                name = _op_name(node)
+                if name == "multiply":
+                    self.multiplies.append(node)
+                elif name in ("nn.conv2d", "nn.dense"):
+                    self.consumers.append(node)
+            kids = children(node)
+            if not kids:
+                continue
+            if isinstance(node, Let):
+                kids = kids[1:]
+                if isinstance(node.value, Call):
+                    self.bound[node.var] = node.value
+            for kid in kids:
+                readers[id(kid)] = readers.get(id(kid), 0) + 1
 
 
 def _plan(
-    fn: Function, mod: IRModule | None, uses: Readers
+    fn: Function, mod: IRModule | None, uses: _Uses
 ) -> tuple[dict[int, Constant], dict[int, Expr]]:
     """The folds to make: scale by call id, and the multiplies (by id) to replace by their
-    producer operand. `uses` is `_readers(fn)`."""
-    readers, bound = uses
+    producer operand."""
+    readers, bound = uses.readers, uses.bound
     scales: dict[int, Constant] = {}
     replaced: dict[int, Expr] = {}
     types: ModuleTypes | None = None
-    for node in post_order(fn):
-        if _op_name(node) != "multiply" or not isinstance(node, Call):
-            continue
+    for node in uses.multiplies:
         for operand, c in (node.args, node.args[::-1]):
             producer = bound.get(operand) if isinstance(operand, Var) else operand
             if not isinstance(producer, Call) or not isinstance(c, Constant):
@@ -146,16 +156,14 @@ def _input_scale(consumer: Call, c: Constant) -> np.ndarray | None:
 
 
 def _plan_forward(
-    fn: Function, mod: IRModule | None, replaced: dict[int, Expr], uses: Readers
+    fn: Function, mod: IRModule | None, replaced: dict[int, Expr], uses: _Uses
 ) -> dict[int, tuple[Expr, np.ndarray]]:
     """Convolutions and dense calls (by id) whose data is `multiply(x, c)` read only by
     them: the `x` to read instead and the factor for the weight."""
-    readers, bound = uses
+    readers, bound = uses.readers, uses.bound
     forward: dict[int, tuple[Expr, np.ndarray]] = {}
     types: ModuleTypes | None = None
-    for node in post_order(fn):
-        if _op_name(node) not in ("nn.conv2d", "nn.dense") or not isinstance(node, Call):
-            continue
+    for node in uses.consumers:
         data = node.args[0]
         scaled = bound.get(data) if isinstance(data, Var) else data
         if not isinstance(scaled, Call) or _op_name(scaled) != "multiply":
@@ -174,12 +182,17 @@ def _plan_forward(
     return forward
 
 
-def plan_rule(fn: Function, mod: IRModule | None = None) -> Rule | None:
+def plan_rule(
+    fn: Function, mod: IRModule | None = None, order: Sequence[Expr] | None = None
+) -> Rule | None:
     """The rule that makes the folds planned for `fn` (None when there are none): at a
     planned node, a backward fold replaces the multiply by its producer operand, a forward
     fold makes the convolution read `x` with a scaled weight, and a planned producer gets
-    its weight scaled (in that order, so one node can take part in both directions)."""
-    uses = _readers(fn)
+    its weight scaled (in that order, so one node can take part in both directions).
+    `order`, if given, is `post_order(fn)`."""
+    uses = _Uses(list(post_order(fn)) if order is None else order)
+    if not uses.multiplies:
+        return None
     scales, replaced = _plan(fn, mod, uses)
     forward = _plan_forward(fn, mod, replaced, uses)
     if not scales and not forward:
@@ -201,17 +214,18 @@ def plan_rule(fn: Function, mod: IRModule | None = None) -> Rule | None:
             result = _fold(result, scales[key]) or result
         return result
 
-    return Rule(wildcard().named("node"), fold, "fold_scale")
+    # every planned node is a call of one of these (the driver tries the rule only there)
+    planned = is_op("multiply") | is_op("nn.conv2d") | is_op("nn.dense")
+    return Rule(planned(wildcard(), wildcard()).named("node"), fold, "fold_scale")
 
 
 def fold_scale_axis_function(fn: Function, mod: IRModule | None = None) -> Function:
     """`fn` with per-output-channel constant scales folded into constant weights."""
-    if not any(_op_name(node) == "multiply" for node in post_order(fn)):
-        return fn
-    folds = plan_rule(fn, mod)
+    order = list(post_order(fn))
+    folds = plan_rule(fn, mod, order)
     if folds is None:
         return fn
-    out = apply_rules(folds, fn, mod, fixpoint=False)
+    out = apply_rules(folds, fn, mod, fixpoint=False, nodes=order)
     assert isinstance(out, Function)
     return out
 

@@ -15,6 +15,7 @@ from attrs import frozen
 
 from ..lang.diagnostics import Error
 from ..lang.expr import Function
+from ..lang.gcpause import fewer_collections
 from ..lang.module import IRModule
 
 if TYPE_CHECKING:
@@ -197,10 +198,11 @@ class Pass:
     def apply(self, mod: IRModule, ctx: PassContext) -> IRModule:
         """Run the transformation alone (no instruments), with the context's options."""
         options = ctx.options_for(self)
-        if self.kind == "module":
-            result = self.transform(mod, ctx, options)
-        else:
-            result = self._apply_to_functions(mod, ctx, options)
+        with fewer_collections():  # a pass allocates many nodes and frees few
+            if self.kind == "module":
+                result = self.transform(mod, ctx, options)
+            else:
+                result = self._apply_to_functions(mod, ctx, options)
         if not isinstance(result, IRModule):
             raise PassError(f"pass '{self.name}' returned {type(result).__name__}, not an IRModule")
         return result

@@ -12,6 +12,7 @@ import numpy as np
 from attrs import field, frozen
 
 from ..lang.diagnostics import Error
+from ..lang.gcpause import fewer_collections
 from ..lang.module import IRModule
 from ..lang.span import SourceFile, Span
 from .context import PassContext
@@ -105,15 +106,16 @@ class Sequential:
         """Run the pipeline on `mod` under `ctx` (default: the current context)."""
         context = ctx if ctx is not None else PassContext.current()
         instruments = context.all_instruments
-        for inst in instruments:
-            inst.enter_pipeline(mod, context)
-        for planned in self.plan(context):
-            if planned.runs:
-                mod = context.run_pass(planned.pass_, mod)
-            else:
-                context.report_skipped(planned.pass_, planned.reason)
-        for inst in instruments:
-            inst.exit_pipeline(mod, context)
+        with fewer_collections():  # also for the instruments between passes
+            for inst in instruments:
+                inst.enter_pipeline(mod, context)
+            for planned in self.plan(context):
+                if planned.runs:
+                    mod = context.run_pass(planned.pass_, mod)
+                else:
+                    context.report_skipped(planned.pass_, planned.reason)
+            for inst in instruments:
+                inst.exit_pipeline(mod, context)
         return mod
 
 

@@ -70,7 +70,10 @@ def _same_type(ctx: RewriteContext, a: Expr, b: Expr) -> bool:
 
 
 def _all_equal(c: Constant, value: int) -> bool:
-    return c.data.size > 0 and bool(np.all(c.data == value))
+    data = c.data
+    if data.size == 1:  # the common scalar: `item` is far cheaper than a numpy reduction
+        return bool(data.item() == value)
+    return data.size > 0 and bool((data == value).all())
 
 
 def _call(name: str, *args: Expr, **attrs: object) -> Call:

@@ -79,15 +79,29 @@ def _locally_pure(node: Expr) -> bool:
     return isinstance(node, (*_ATOMS, Tuple, TupleGetItem, Function, If, Let, Match))
 
 
+_LEAVES = frozenset({Var, GlobalVar, Constant, Op, Constructor})
+
+
 def pure_nodes(order: list[Expr]) -> set[int]:
     """The ids of the nodes of `order` (a post-order) whose evaluation has no effect (see
     the module docstring); a function literal is pure whatever its body does."""
     pure: set[int] = set()
+    add, all_pure = pure.add, pure.issuperset
+    leaves = _LEAVES
     for node in order:
-        if not _locally_pure(node):
-            continue
-        if isinstance(node, Function) or all(id(c) in pure for c in children(node)):
-            pure.add(id(node))
+        cls = type(node)
+        if cls in leaves:
+            add(id(node))
+        elif cls is Call:
+            op = node.op  # type: ignore[attr-defined]
+            if (
+                isinstance(op, (Op, Constructor)) or (isinstance(op, Function) and op.is_primitive)
+            ) and all_pure(map(id, children(node))):
+                add(id(node))
+        elif isinstance(node, Function) or (
+            _locally_pure(node) and all_pure(map(id, children(node)))
+        ):
+            add(id(node))
     return pure
 
 
@@ -128,11 +142,15 @@ def _inlinable_lets(order: list[Expr]) -> dict[Var, Expr]:
             inline[node.var] = node.value
     # A use of a variable met before its value is finished lies inside that value.
     finished: set[int] = set()
+    done = finished.add
     for node in order:
+        if type(node) in _LEAVES:  # no children
+            done(id(node))
+            continue
         for kid in children(node):
-            if isinstance(kid, Var) and kid in inline and id(inline[kid]) not in finished:
-                del inline[kid]
-        finished.add(id(node))
+            if type(kid) is Var and kid in inline and id(inline[kid]) not in finished:  # type: ignore[comparison-overlap]
+                del inline[kid]  # type: ignore[arg-type]
+        done(id(node))
     return inline
 
 
@@ -167,20 +185,27 @@ def to_graph_normal_form_expr(root: Expr) -> Expr:
     # A hand loop rather than `ExprMutator`: a use of an inlined variable reads what its
     # value became (`target` skips aliases, whose own `Var` nodes are never rebuilt).
     memo: dict[int, Expr] = {}
-
-    def get(kid: Expr) -> Expr:
-        if isinstance(kid, Var) and kid in inline:
-            return memo[id(target[kid])]
-        return memo[id(kid)]
-
+    # the uses of an inlined variable read its target's result, recorded when it is made
+    waiting: dict[int, list[Var]] = {}
+    for var, value in target.items():
+        waiting.setdefault(id(value), []).append(var)
+    leaves = _LEAVES
+    result: Expr
     for node in order:
-        if isinstance(node, Var) and node in inline:
-            continue
-        if isinstance(node, Let) and node.var in inline:
-            memo[id(node)] = get(node.body)
-            continue
-        kids = children(node)
-        memo[id(node)] = with_children(node, [get(k) for k in kids]) if kids else node
+        cls = type(node)
+        if cls in leaves:
+            if cls is Var and node in inline:  # type: ignore[comparison-overlap]
+                continue
+            result = node
+        elif cls is Let and node.var in inline:  # type: ignore[attr-defined]
+            result = memo[id(node.body)]  # type: ignore[attr-defined]
+        else:
+            result = with_children(node, [memo[id(k)] for k in children(node)])
+        memo[id(node)] = result
+        readers = waiting.pop(id(node), None)
+        if readers is not None:
+            for var in readers:
+                memo[id(var)] = result
     return memo[id(root)]
 
 

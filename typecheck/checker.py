@@ -62,6 +62,7 @@ from ..lang.types import (
     RefType,
     ShapeVar,
     TensorType,
+    TupleType,
     Type,
     TypeVar,
 )
@@ -123,6 +124,12 @@ class Checker:
         self._foreign: dict[GlobalVar, tuple[FuncType, list[ShapeVar]]] = {}
         self._shared: dict[Expr, Type] = {}
         """Types of globals and constructors: shared by all uses, instantiated per use."""
+        self._op_results: dict[tuple[object, ...], tuple[Type, object, list[Type]]] = {}
+        """The result types of operator calls whose argument and result types are static,
+        by operator, attributes and argument types (by identity): a relation given static
+        types decides at once and binds nothing, so a call like an earlier one (a chain
+        of the same operator on one shape) gets its result without running it again."""
+        self._static_types: dict[Type, Type] = {}
 
     # ------------------------------------------------------------------ driving
     def check(self, expr: Expr, where: str | None = None) -> Type:
@@ -287,21 +294,13 @@ class Checker:
 
     # ------------------------------------------------------------------ compound
     def _tuple(self, e: Tuple) -> Step:
-        types = self.types
-        fields: list[Type] = []
-        for f in e.fields:
-            t = types.get(f)
-            if t is None:
-                t = yield self._sub(f)
-            fields.append(t)
-        result = tuple_type(fields)
-        types[e] = result
-        return result
+        return self._dataflow_steps(e)
 
     def _tuple_get_item(self, e: TupleGetItem) -> Step:
-        t = self.types.get(e.tuple_value)
-        if t is None:
-            t = yield self._sub(e.tuple_value)
+        return self._dataflow_steps(e)
+
+    def _projection(self, e: TupleGetItem, t: Type) -> Type:
+        """The type of `e`, a projection of a value of type `t`."""
         known = self.solver.find(t)
         result: Type
         if isinstance(known, IncompleteType):
@@ -484,11 +483,63 @@ class Checker:
     # ------------------------------------------------------------------ calls
     def _call(self, e: Call) -> Type | Step:
         # Fast path (A-normal form): every argument is typed already, no generator needed.
+        if not isinstance(e.op, Op | Constructor | GlobalVar):
+            return self._call_steps(e)
         get = self.types.get
         args = [get(a) for a in e.args]
-        if None in args or not isinstance(e.op, Op | Constructor | GlobalVar):
-            return self._call_steps(e)
+        if any(a is None for a in args):
+            if not all(type(a) in _LEAF_HANDLERS for a, t in zip(e.args, args) if t is None):
+                return self._dataflow_steps(e)
+            # untyped leaves (constants, variables): typed at once, left to right
+            for i, (a, t) in enumerate(zip(e.args, args)):
+                if t is None:
+                    args[i] = _LEAF_HANDLERS[type(a)](self, a)
         return self._call_typed(e, args)  # type: ignore[arg-type]
+
+    def _dataflow_steps(self, root: Call | Tuple | TupleGetItem) -> Step:
+        """The type of `root`, a dataflow node (a call of an operator, constructor or
+        global, a tuple, a projection), typing the dataflow nodes below it on an explicit
+        stack of frames (graph normal form: a chain of 100,000 nested calls is one
+        generator, not one per node). Children are typed left to right, depth first, as
+        the handlers would (other nodes go to their handlers), so the result, the holes
+        made and the errors reported are the same."""
+        types = self.types
+        # frame: the node, its children, how many were typed, their types
+        frames: list[tuple[Expr, tuple[Expr, ...], list[Type]]] = [
+            (root, _dataflow_children(root), [])
+        ]
+        while True:
+            node, kids, got = frames[-1]
+            if len(got) < len(kids):
+                kid = kids[len(got)]
+                t = types.get(kid)
+                if t is None:
+                    leaf = _LEAF_HANDLERS.get(type(kid))
+                    if leaf is not None:
+                        t = leaf(self, kid)
+                    elif _is_dataflow(kid):
+                        frames.append((kid, _dataflow_children(kid), []))
+                        continue
+                    else:
+                        t = yield self._sub(kid)
+                got.append(t)
+                continue
+            frames.pop()
+            result = self._dataflow_type(node, got)
+            if not frames:
+                return result
+            frames[-1][2].append(result)
+
+    def _dataflow_type(self, e: Expr, children: list[Type]) -> Type:
+        """The type of a dataflow node from the types of its `_dataflow_children`."""
+        if type(e) is Call:
+            return self._call_typed(e, children)
+        if type(e) is Tuple:
+            result = tuple_type(children)
+            self.types[e] = result
+            return result
+        assert type(e) is TupleGetItem
+        return self._projection(e, children[0])
 
     def _call_steps(self, e: Call) -> Step:
         types = self.types
@@ -537,7 +588,17 @@ class Checker:
                 f"but {len(args)} {'was' if len(args) == 1 else 'were'} given",
             )
         self.type_args[e] = tuple(args)
-        return self.solver.add(OpCall(op, rel, e.attrs, args, e.span, self.notes(e.span)))
+        attrs = e.attrs
+        key = (op, id(attrs), *map(id, args))
+        known = self._op_results.get(key)
+        if known is not None:
+            return known[0]
+        result = self.solver.add(OpCall(op, rel, attrs, args, e.span, self.notes(e.span)))
+        if _static(result) and all(map(_static, args)):
+            # one object per static type, so that the next call of a chain hits
+            result = self._static_types.setdefault(result, result)
+            self._op_results[key] = (result, attrs, args)  # keeps the ids in `key` valid
+        return result
 
     def _constructor_call(self, e: Call, ctor: Constructor, args: list[Type]) -> Type:
         self._constructor_type(ctor)  # reports an undefined ADT once
@@ -626,14 +687,19 @@ class Checker:
         sections = self._sections
         section = 0
         where: tuple[str, ...] = ()
-        resolve = solver.resolve
+        full_resolve = solver.resolve
+        plain = solver.tensors_resolved()  # tensor types resolve to themselves
+
+        def resolve(t: Type) -> Type:
+            return t if plain and type(t) is TensorType else full_resolve(t)
+
         boundaries = [start for start, _ in sections] + [len(self.types)]
         for index, (e, t) in enumerate(self.types.items()):
             if index == boundaries[section]:
                 while index == boundaries[section] and section < len(sections):
                     where = sections[section][1]
                     section += 1
-            r = resolve(t)
+            r = t if plain and type(t) is TensorType else full_resolve(t)
             if type(r) is not TensorType:
                 if type(e) is Op:
                     continue
@@ -656,9 +722,7 @@ class Checker:
             reported.update(holes)
             if new:
                 self._report_unknown(e, r, where)
-        type_args = {
-            call: tuple(solver.resolve(a) for a in args) for call, args in self.type_args.items()
-        }
+        type_args = {call: tuple(map(resolve, args)) for call, args in self.type_args.items()}
         return table, type_args
 
     def _report_unknown(self, e: Expr, t: Type, where: tuple[str, ...]) -> None:
@@ -676,6 +740,32 @@ class Checker:
         self.solver.report(
             Diagnostic("error", f"cannot infer the type of {what}", e.span, tuple(notes))
         )
+
+
+def _is_dataflow(e: Expr) -> bool:
+    """Whether `_dataflow_steps` types `e` itself (its handler would do the same)."""
+    cls = type(e)
+    if cls is Call:
+        return type(e.op) in (Op, Constructor, GlobalVar)  # type: ignore[attr-defined]
+    return cls is Tuple or cls is TupleGetItem
+
+
+def _dataflow_children(e: Expr) -> tuple[Expr, ...]:
+    cls = type(e)
+    if cls is Call:
+        return e.args  # type: ignore[attr-defined, no-any-return]
+    if cls is Tuple:
+        return e.fields  # type: ignore[attr-defined, no-any-return]
+    return (e.tuple_value,)  # type: ignore[attr-defined]
+
+
+def _static(t: Type) -> bool:
+    """Whether `t` is a tensor type of static shape, or a tuple of such types."""
+    if type(t) is TensorType:
+        return all(type(d) is int for d in t.shape)
+    if type(t) is TupleType:
+        return all(map(_static, t.fields))  # type: ignore[attr-defined]
+    return False
 
 
 def _report_order(item: tuple[Expr, Type, list[IncompleteType], tuple[str, ...]]) -> int:
@@ -702,6 +792,15 @@ _HANDLERS: dict[type, Callable[[Checker, Any], Type | Step]] = {
     RefRead: Checker._ref_read,
     RefWrite: Checker._ref_write,
 }
+
+
+_LEAF_HANDLERS: dict[type, Callable[[Checker, Any], Type]] = {
+    Var: Checker._var,
+    Constant: Checker._constant,
+    GlobalVar: Checker._global_var,
+    Constructor: Checker._constructor,
+}
+"""The handlers that return a type at once (leaves), by exact node class."""
 
 
 def _handler_for(cls: type) -> Callable[[Checker, Any], Type | Step]:

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from ..lang.diagnostics import Diagnostic
 from ..lang.expr import Expr, Function, GlobalVar
+from ..lang.gcpause import fewer_collections
 from ..lang.module import IRModule
 from ..lang.traversal import post_order
 from ..lang.types import FuncType
@@ -210,6 +211,7 @@ def _position(d: Diagnostic) -> tuple[int, str, int, int]:
     return (0, d.span.source_name, d.span.line, d.span.column)
 
 
+@fewer_collections()
 def infer_module(mod: IRModule, *, raise_errors: bool = True) -> ModuleTypes:
     """The types of every expression of every global function of `mod`.
 
@@ -229,6 +231,7 @@ def check_module(mod: IRModule) -> ModuleTypes:
     return infer_module(mod, raise_errors=True)
 
 
+@fewer_collections()
 def infer_expr(
     expr: Expr,
     mod: IRModule | None = None,

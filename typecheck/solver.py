@@ -196,6 +196,11 @@ class TypeSolver:
             self.poisoned.add(hole)
 
     # ---------------------------------------------------------------- resolution
+    def tensors_resolved(self) -> bool:
+        """Whether `resolve` returns every tensor type as it is (no shape variable is
+        bound or copied yet): a caller resolving many types can skip it for those."""
+        return not self._dim_parent and not self._copies
+
     def resolve(self, t: Type) -> Type:
         """`t` with every bound hole and shape variable replaced, as far as known."""
         if isinstance(t, TensorType):

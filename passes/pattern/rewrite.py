@@ -32,7 +32,7 @@ It is the one place that owns traversal order; every rewriting pass runs through
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeVar, overload
 
 from attrs import define
@@ -211,14 +211,19 @@ class _Sweep(ExprMutator):
     # ------------------------------------------------------------------ rules
     def _first(self, e: Expr, candidates: tuple[Candidate, ...]) -> tuple[Rule, Expr] | None:
         """The first of `candidates` that rewrites `e`, and its replacement."""
+        compiled = self.index.compiled
         for r, trivial in candidates:
             if trivial is None:
-                found = self.matcher.match(r.pattern, e)
-                if found is None:
+                fast = compiled[r]
+                if fast is not None:
+                    captures = fast(e, self.matcher)
+                else:
+                    found = self.matcher.match(r.pattern, e)
+                    captures = None if found is None else found.captures
+                if captures is None:
                     if self.misses is not None:
                         self._missed(r, e)
                     continue
-                captures = found.captures
             else:
                 captures = {trivial: e} if trivial else {}
             if r.wants_ctx or r.wants_types:
@@ -322,15 +327,35 @@ class _Sweep(ExprMutator):
                     stack.append((kid, False))
         return memo[id(self.root)]
 
-    def run(self, order: Order) -> Expr:
-        """The root after this sweep."""
-        result = self.top_down() if order == "top-down" else self.visit(self.root)
+    def bottom_up(self, nodes: Sequence[Expr] | None = None) -> Expr:
+        """Bottom-up: `rewrite_node` at every node, children first (inlined: this loop
+        runs once per node of every rewriting pass); `nodes`, if given, is
+        `post_order(root)`."""
+        memo, keep = self.memo, self._keep
+        at, apply, rebuilt_of = self.index.at, self.apply, self.rebuilt
+        for node in post_order(self.root) if nodes is None else nodes:
+            key = id(node)
+            if key in memo:
+                continue
+            rebuilt = rebuilt_of(node)
+            types = self._types
+            if types is not None and rebuilt is not node:
+                types.carry(node, rebuilt)
+            candidates = at(rebuilt)
+            memo[key] = apply(node, rebuilt, candidates) if candidates else rebuilt
+            keep.append(node)  # keeps ids in `memo` valid while we run
+        return memo[id(self.root)]
+
+    def run(self, order: Order, nodes: Sequence[Expr] | None = None) -> Expr:
+        """The root after this sweep (`nodes`: see `bottom_up`)."""
+        result = self.top_down() if order == "top-down" else self.bottom_up(nodes)
         self.lacked = self.lacked or self.matcher.unknown
         return result
 
 
-def _has_candidates(index: RuleIndex, root: Expr) -> bool:
-    return any(index.at(node) for node in post_order(root))
+def _has_candidates(index: RuleIndex, nodes: Iterable[Expr]) -> bool:
+    at = index.at
+    return any(at(node) for node in nodes)
 
 
 def apply_rules(
@@ -345,21 +370,25 @@ def apply_rules(
     max_sweeps: int = 100,
     trace: list[RewriteRecord] | None = None,
     misses: list[RuleMiss] | None = None,
+    nodes: Sequence[Expr] | None = None,
 ) -> Expr:
     """`expr` with `rules` applied as the module docstring describes; globals and their
     types are looked up in `mod`. Returns `expr` itself when no rule fires. `trace` and
-    `misses` (lists) receive a record per rewrite and per rule that did not fire."""
+    `misses` (lists) receive a record per rewrite and per rule that did not fire. A
+    caller that walked `expr` already passes `nodes`, its `post_order` (the first sweep
+    uses it instead of walking again)."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     index = RuleIndex(as_rules(rules))
     fired: set[str] = set()
     for iteration in range(max_sweeps):
-        if not _has_candidates(index, expr):
+        if not _has_candidates(index, post_order(expr) if nodes is None else nodes):
             return expr
         sweep = _Sweep(
             index, expr, mod, settle, retype, max_sweeps, iteration, trace is not None, misses
         )
-        expr = sweep.run(order)
+        expr = sweep.run(order, nodes)
+        nodes = None
         fired = sweep.fired_rules
         if trace is not None and sweep.records is not None:
             trace.extend(RewriteRecord(r.name, b, a, iteration) for r, b, a in sweep.records)

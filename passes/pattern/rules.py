@@ -24,6 +24,7 @@ from ...lang.diagnostics import Error
 from ...lang.expr import Call, Expr
 from ...lang.op import Op
 from ...lang.types import Type
+from .compiled import CompiledPattern, compile_pattern
 from .matcher import root_classes, root_op_names
 from .patterns import (
     AltPattern,
@@ -251,6 +252,11 @@ class RuleIndex:
         self._classes = [root_classes(r.pattern) for r in self.rules]
         self._trivial = [trivial_capture(r.pattern) for r in self.rules]
         self._cache: dict[object, tuple[Candidate, ...]] = {}
+        self.compiled: dict[Rule, CompiledPattern | None] = {
+            r: compile_pattern(r.pattern) for r, t in zip(self.rules, self._trivial) if t is None
+        }
+        """Each rule's compiled pattern (None for one with a dominator; wildcards, which
+        match everything, are left out)."""
 
     def at(self, node: Expr) -> tuple[Candidate, ...]:
         """The rules worth trying at `node`, each with its `trivial_capture`."""

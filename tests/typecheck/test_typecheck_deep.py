@@ -99,3 +99,29 @@ def test_deep_program_from_text():
     types = check_module(parse("\n".join(lines)))
     ret = types.global_types["main"].ret_type
     assert ret == TensorType((2, 2), "float32")
+
+
+def test_a_chain_of_one_call_runs_its_relation_a_few_times(monkeypatch):
+    # a call whose argument types are the static types of an earlier call of the same
+    # operator and attributes gets that call's result without running the relation
+    from relay.typecheck import constraints
+
+    runs = []
+    real = constraints.OpCall.run
+
+    def counting(self, solver, final):
+        runs.append(self.op.name)
+        return real(self, solver, final)
+
+    monkeypatch.setattr(constraints.OpCall, "run", counting)
+    x, y = Var("x", T), Var("y", TensorType((4, 1), "float32"))
+    body = x
+    for _ in range(1_000):
+        body = Call(ADD, [Call(NEG, [body]), y])
+    types = infer_expr(Function([x, y], body))
+    assert types.type_of(body) == T
+    assert len(runs) <= 6
+    # a call that does not type-check is still reported, also after equal calls
+    bad = Call(ADD, [body, Var("z", TensorType((3,), "float32"))])
+    errors = infer_expr(Function([x, y], Call(ADD, [bad, bad])), raise_errors=False).errors
+    assert len(errors) == 1 and "add" in errors[0].message
