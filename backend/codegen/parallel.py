@@ -46,12 +46,14 @@ def captured_vars(em: KernelEmitter, loop: ts.For) -> list[tx.Var]:
     """The variables bound outside `loop` that its body uses, in first-use order
     (buffer data pointers included)."""
     seen: dict[tx.Var, None] = {}
+    buffers: set[int] = set()  # a buffer seen again brings no new variable
     for node in sub_expressions(loop.body):
         found: list[tx.Var] = []
         if isinstance(node, tx.Var):
             found.append(node)
         buf = getattr(node, "buffer", None)
-        if buf is not None:
+        if buf is not None and id(buf) not in buffers:
+            buffers.add(id(buf))
             found.append(buf.data)
             for dim in buf.shape:
                 found.extend(n for n in sub_expressions(dim) if isinstance(n, tx.Var))

@@ -15,6 +15,7 @@ Tensors and operations are compared by identity.
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
@@ -170,10 +171,18 @@ class ComputeOp(Operation):
 
     @property
     def input_tensors(self) -> tuple[Tensor, ...]:
-        """Tensors read by the bodies, in first-use order."""
-        from .analysis import tensors_read
+        """Tensors read by the bodies, in first-use order (found once per operation: the
+        bodies never change, and schedules ask often)."""
+        found = _INPUTS.get(self)
+        if found is None:
+            from .analysis import tensors_read
 
-        return tensors_read(self.body)
+            found = _INPUTS[self] = tensors_read(self.body)
+        return found
+
+
+_INPUTS: weakref.WeakKeyDictionary[ComputeOp, tuple[Tensor, ...]] = weakref.WeakKeyDictionary()
+"""`ComputeOp.input_tensors` of each live operation."""
 
 
 @frozen(eq=False)

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from .buffer import Buffer
-from .expr import BufferLoad, Let, PrimExpr, Var
+from .expr import BinaryOp, BufferLoad, CmpOp, Let, PrimExpr, Var
 from .stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, SeqStmt, Stmt
 
 Node = Any
@@ -113,12 +113,21 @@ def _children_fn(cls: type) -> ChildrenFn:
     return fn
 
 
+def _operands(node: Node) -> list[Node]:
+    return [node.a, node.b]
+
+
 def children(node: Node) -> list[Node]:
     """The expressions and statements directly inside `node`, in field order."""
     fn = _CHILDREN_BY_CLASS.get(type(node))
     if fn is None:
         fn = _children_fn(type(node))
     return fn(node)
+
+
+for _cls in (*BinaryOp.__subclasses__(), *CmpOp.__subclasses__()):
+    # the most common nodes: both operands are always expressions
+    _CHILDREN_BY_CLASS[_cls] = _operands
 
 
 def sub_expressions(root: Node) -> Iterator[Node]:
@@ -139,7 +148,7 @@ def sub_expressions(root: Node) -> Iterator[Node]:
 
 def with_children(node: Node, new_children: list[Node]) -> Node:
     """`node` with its children replaced (in `children` order); `node` itself if unchanged."""
-    return _rebuilt(node, children(node), new_children)
+    return rebuild_node(node, children(node), new_children)
 
 
 @cache
@@ -148,13 +157,17 @@ def _init_fields(cls: type) -> tuple[tuple[str, str], ...]:
     return tuple((f.name, f.alias) for f in attrs.fields(cls) if f.init)
 
 
-def _rebuilt(node: Node, old: list[Node], new_children: list[Node]) -> Node:
-    """`node`, whose children are `old`, with them replaced by `new_children`."""
+def rebuild_node(node: Node, old: list[Node], new_children: list[Node]) -> Node:
+    """`node`, whose children are `old` (`children(node)`), with them replaced by
+    `new_children`; `node` itself when every child is unchanged."""
     for a, b in zip(old, new_children):
         if a is not b:
             break
     else:
         return node
+    cls = type(node)
+    if _CHILDREN_BY_CLASS.get(cls) is _operands:  # binary and compare nodes: (a, b)
+        return cls(new_children[0], new_children[1])
     it = iter(new_children)
     updates: dict[str, Any] = {}
     for name, many in _child_fields(type(node)):  # type: ignore[arg-type]
@@ -179,16 +192,17 @@ def rewrite_expr(root: Node, fn: Callable[[Node], Node | None]) -> Node:
     stack: list[tuple[Node, list[Node] | None]] = [(root, None)]
     while stack:
         node, kids = stack.pop()
-        if kids is None:
-            if id(node) in done:
-                continue
-            kids = children(node)
-            stack.append((node, kids))
-            stack.extend((k, None) for k in kids if id(k) not in done)
-            continue
         if id(node) in done:
             continue
-        rebuilt = _rebuilt(node, kids, [done[id(k)] for k in kids]) if kids else node
+        if kids is None:
+            kids = children(node)
+            if kids:
+                stack.append((node, kids))
+                stack.extend((k, None) for k in kids if id(k) not in done)
+                continue
+            rebuilt = node  # a leaf: no need to come back to it
+        else:
+            rebuilt = rebuild_node(node, kids, [done[id(k)] for k in kids])
         replaced = fn(rebuilt)
         done[id(node)] = rebuilt if replaced is None else replaced
     return done[id(root)]
@@ -301,6 +315,47 @@ def substitute(node: Any, mapping: Mapping[Var, PrimExpr]) -> Any:
     return rewrite_expr(node, lambda n: mapping.get(n) if isinstance(n, Var) else None)
 
 
+_NO_VARS: frozenset[Var] = frozenset()
+
+
+class VarSets:
+    """The variables occurring in each node (those `substitute` would see), remembered per
+    node for the lifetime of this object, so that the expressions of a kernel, which share
+    most of their subexpressions, are walked once in all."""
+
+    def __init__(self) -> None:
+        # id(node) -> (node, its variables): the node is kept so that its id stays its own
+        self.memo: dict[int, tuple[Node, frozenset[Var]]] = {}
+
+    def of(self, root: Node) -> frozenset[Var]:
+        """The variables occurring in `root` (itself included when it is one)."""
+        memo = self.memo
+        stack: list[tuple[Node, list[Node] | None]] = [(root, None)]
+        while stack:
+            node, kids = stack.pop()
+            got = memo.get(id(node))
+            if got is not None and got[0] is node:
+                continue
+            if kids is None:
+                if isinstance(node, Var):
+                    memo[id(node)] = (node, frozenset([node]))
+                    continue
+                kids = children(node)
+                if not kids:
+                    memo[id(node)] = (node, _NO_VARS)
+                    continue
+                stack.append((node, kids))
+                stack.extend((k, None) for k in kids)
+                continue
+            out = _NO_VARS
+            for k in kids:
+                found = memo[id(k)][1]
+                if found is not out and found:
+                    out = found if not out else out | found
+            memo[id(node)] = (node, out)
+        return memo[id(root)][1]
+
+
 def replace_buffers(node: Any, mapping: Mapping[Any, Any]) -> Any:
     """`node` with buffers of loads and stores replaced by `mapping` (keyed by buffer)."""
 
@@ -319,6 +374,7 @@ def fresh_binders(body: Stmt, replace: Mapping[Var, PrimExpr] | None = None) -> 
     free variables in `replace` replaced, in the same walk)."""
     vars_: dict[Var, Any] = dict(replace) if replace else {}
     buffers: dict[Any, Buffer] = {}
+    used: dict[int, Buffer] = {}  # the buffers of the nodes, in first-use order
     for n in sub_expressions(body):
         if isinstance(n, (Let, LetStmt)):
             vars_[n.var] = Var(n.var.name, n.var.dtype)
@@ -328,8 +384,18 @@ def fresh_binders(body: Stmt, replace: Mapping[Var, PrimExpr] | None = None) -> 
             old = n.buffer
             data = Var(old.data.name, old.data.dtype)
             buffers[old.data] = Buffer(old.name, old.dtype, old.shape, data, old.scope)
+        buf = getattr(n, "buffer", None)
+        if isinstance(buf, Buffer):
+            used.setdefault(id(buf), buf)
     if not vars_ and not buffers:
         return body
+    # Every node with a buffer keeps it through the renaming of variables (a buffer is not
+    # a child), so the buffers to re-point are known before it: one rewrite does both.
+    by_buffer = {
+        buf: attrs.evolve(buf, data=buffers[buf.data].data)
+        for buf in used.values()
+        if buf.data in buffers
+    }
 
     def fn(n: Any) -> Any:
         if isinstance(n, Var):
@@ -338,35 +404,27 @@ def fresh_binders(body: Stmt, replace: Mapping[Var, PrimExpr] | None = None) -> 
             return attrs.evolve(n, var=vars_[n.var])
         if isinstance(n, For) and n.loop_var in vars_:
             return attrs.evolve(n, loop_var=vars_[n.loop_var])
+        if by_buffer and isinstance(n, (BufferLoad, BufferStore)):
+            new = by_buffer.get(n.buffer)
+            if new is not None:
+                return attrs.evolve(n, buffer=new)
+        elif by_buffer and isinstance(n, Allocate) and n.buffer in by_buffer:
+            return Allocate(by_buffer[n.buffer], n.body)
         return None
 
     out = rewrite_expr(body, fn)
-    if buffers:
-        by_buffer = {}
-        for n in sub_expressions(out):
-            buf = getattr(n, "buffer", None)
-            if isinstance(buf, Buffer) and buf.data in buffers and buf not in by_buffer:
-                new = buffers[buf.data]
-                by_buffer[buf] = attrs.evolve(buf, data=new.data)
-        out = replace_buffers(out, by_buffer)
-        out = rewrite_expr(
-            out,
-            lambda n: (
-                Allocate(by_buffer.get(n.buffer, n.buffer), n.body)
-                if isinstance(n, Allocate) and n.buffer in by_buffer
-                else None
-            ),
-        )
     return out  # type: ignore[no-any-return]
 
 
 __all__ = [
     "NOOP",
     "StmtMutator",
+    "VarSets",
     "children",
     "fresh_binders",
     "is_noop",
     "make_seq",
+    "rebuild_node",
     "replace_buffers",
     "rewrite_expr",
     "stmt_children",

@@ -14,6 +14,7 @@ assume no overflow and so apply to `int64` (index) arithmetic only.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -111,8 +112,13 @@ def fold_constants(s: Simplifier, e: PrimExpr) -> PrimExpr | None:
     if isinstance(e, Call) and e.name not in _EXACT_CALLS:
         return None
     if isinstance(e, (BinaryOp, CmpOp)):  # the common case, without the generic walk
-        if not (_is_const(e.a) and _is_const(e.b)):
+        a, b = e.a, e.b
+        if not (_is_const(a) and _is_const(b)):
             return None
+        if type(a) is IntImm and type(b) is IntImm and a.dtype == INDEX_DTYPE:
+            folded = _fold_index(type(e), a.value, b.value)
+            if folded is not None:
+                return make_const(folded, e.dtype)
     else:
         kids = children(e)
         if not kids or not all(_is_const(k) for k in kids):
@@ -125,6 +131,33 @@ def fold_constants(s: Simplifier, e: PrimExpr) -> PrimExpr | None:
     except Exception:
         return None
     return make_const(value[0], e.dtype)
+
+
+_INDEX_FOLDS: dict[type, Callable[[int, int], int | bool]] = {
+    Add: operator.add,
+    Sub: operator.sub,
+    Mul: operator.mul,
+    Min: min,
+    Max: max,
+    FloorDiv: operator.floordiv,
+    FloorMod: operator.mod,
+    EQ: operator.eq,
+    NE: operator.ne,
+    LT: operator.lt,
+    LE: operator.le,
+    GT: operator.gt,
+    GE: operator.ge,
+}
+"""Operators on two `int64` constants folded with Python integers (`make_const` wraps the
+result as int64 arithmetic would), without the evaluator."""
+
+
+def _fold_index(cls: type, a: int, b: int) -> int | bool | None:
+    """`a cls b` for two int64 values, or None (another operator, division by zero)."""
+    op = _INDEX_FOLDS.get(cls)
+    if op is None or (b == 0 and (cls is FloorDiv or cls is FloorMod)):
+        return None
+    return op(a, b)
 
 
 # ---------------------------------------------------------------------------- integer sums
@@ -495,14 +528,22 @@ RULES: tuple[Rule, ...] = (
 RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in RULES}
 
 
-_BY_CLASS: dict[type, tuple[RuleFn, ...]] = {}
+RULE_FNS_BY_CLASS: dict[type, tuple[RuleFn, ...]] = {}
+"""`rules_for` of each node class seen (the simplifier looks here first)."""
 
 
 def rules_for(cls: type) -> tuple[RuleFn, ...]:
-    """The callbacks of the rules that match nodes of class `cls`, in table order."""
-    fns = _BY_CLASS.get(cls)
+    """The callbacks of the rules that match nodes of class `cls`, in table order (without
+    fold-constants for the classes it never folds)."""
+    fns = RULE_FNS_BY_CLASS.get(cls)
     if fns is None:
-        fns = _BY_CLASS[cls] = tuple(r.fn for r in RULES if issubclass(cls, r.types))
+        fns = tuple(
+            r.fn
+            for r in RULES
+            if issubclass(cls, r.types)
+            and not (r.fn is fold_constants and issubclass(cls, _NOT_FOLDED))
+        )
+        RULE_FNS_BY_CLASS[cls] = fns
     return fns
 
 

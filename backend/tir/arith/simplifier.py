@@ -17,12 +17,25 @@ from typing import Any
 
 from ..analysis import prim_equal, prim_hash
 from ..dtypes import INDEX_DTYPE
-from ..expr import Add, BinaryOp, Broadcast, FloatImm, FloorMod, IntImm, Mul, PrimExpr, Ramp, Sub
-from ..visitor import children, with_children
+from ..expr import (
+    Add,
+    BinaryOp,
+    Broadcast,
+    FloatImm,
+    FloorMod,
+    IntImm,
+    Mul,
+    PrimExpr,
+    Ramp,
+    StringImm,
+    Sub,
+    Var,
+)
+from ..visitor import children, rebuild_node
 from .bounds import VarRanges, const_int_bound
 from .canonical import LinearSum
 from .constants import Bound, make_const
-from .rules import Rule, linear_sum, rules_for
+from .rules import RULE_FNS_BY_CLASS, Rule, linear_sum, rules_for
 
 
 def _is_sum(e: Any) -> bool:
@@ -38,6 +51,9 @@ def _is_sum(e: Any) -> bool:
 
 _SCALAR_INTS = frozenset(f"{kind}{bits}" for kind in ("int", "uint") for bits in (1, 8, 16, 32, 64))
 """The dtypes `linear_sum` works on (scalar integers)."""
+
+_LEAVES = frozenset([Var, IntImm, FloatImm, StringImm])
+"""Node classes no rule rewrites (their only rule, fold-constants, leaves them alone)."""
 
 
 class Simplifier:
@@ -61,33 +77,45 @@ class Simplifier:
         return self._simplify(e, False)
 
     def _simplify(self, e: Any, inner_root: bool) -> PrimExpr:
-        # Stack entries: (node, inside a sum, None) to expand; (node, inside, children) to
-        # rebuild once the children are done.
-        stack: list[tuple[Any, bool, list[Any] | None]] = [(e, inner_root, None)]
+        # Leaves (variables, constants) are their own simplified form: they are neither
+        # pushed nor memoized.
+        if type(e) in _LEAVES:
+            return e  # type: ignore[no-any-return]
+        done, inner_done = self.done, self.inner_done
+        # Stack entries: (node, inside a sum, None, _) to expand; (node, inside, children,
+        # whether the node is a sum) to rebuild once the children are done.
+        stack: list[tuple[Any, bool, list[Any] | None, bool]] = [(e, inner_root, None, False)]
         while stack:
-            node, inner, kids = stack.pop()
-            memo = self.inner_done if inner else self.done
+            node, inner, kids, sum_node = stack.pop()
+            memo = inner_done if inner else done
             got = memo.get(id(node))
             if got is not None and got[0] is node:
                 continue
             if kids is None:
                 kids = children(node)
-                stack.append((node, inner, kids))
-                sum_node = _is_sum(node)
-                for k in kids:
-                    stack.append((k, sum_node and _is_sum(k), None))
-                continue
-            if kids:
-                new = []
-                for k in kids:
-                    k_inner = _is_sum(k) and _is_sum(node)
-                    new.append((self.inner_done if k_inner else self.done)[id(k)][1])
-                rebuilt = with_children(node, new)
-            else:
+                if kids:
+                    sum_node = _is_sum(node)
+                    stack.append((node, inner, kids, sum_node))
+                    for k in kids:
+                        if type(k) in _LEAVES:
+                            continue
+                        k_inner = sum_node and _is_sum(k)
+                        got = (inner_done if k_inner else done).get(id(k))
+                        if got is None or got[0] is not k:
+                            stack.append((k, k_inner, None, False))
+                    continue
                 rebuilt = node
+            else:
+                new = [
+                    k
+                    if type(k) in _LEAVES
+                    else (inner_done if sum_node and _is_sum(k) else done)[id(k)][1]
+                    for k in kids
+                ]
+                rebuilt = rebuild_node(node, kids, new)
             out = self.rewrite(rebuilt, inner)
             memo[id(node)] = (node, rebuilt if out is None else out)
-        return (self.inner_done if inner_root else self.done)[id(e)][1]
+        return (inner_done if inner_root else done)[id(e)][1]
 
     def rewrite(self, e: Any, inside_sum: bool = False) -> PrimExpr | None:
         """One node whose children are already simplified: the first rule that applies, or
@@ -95,7 +123,7 @@ class Simplifier:
         is canonicalized as a whole (its own canonical form is skipped)."""
         if not isinstance(e, PrimExpr):
             return None
-        for fn in rules_for(type(e)):
+        for fn in RULE_FNS_BY_CLASS.get(type(e)) or rules_for(type(e)):
             if inside_sum and fn is linear_sum:
                 continue
             out = fn(self, e)

@@ -24,11 +24,18 @@ from typing import Any
 
 import attrs
 
-from ..arith import const_bool, const_int_bound, linear_form, simplify
+from ..arith import Simplifier, const_bool, const_int_bound, linear_form, simplify
 from ..dtypes import INDEX_DTYPE
 from ..expr import GE, GT, LE, LT, And, Call, IntImm, PrimExpr, Range, Sub, Var
 from ..stmt import For, PrimFunc, Stmt
-from ..visitor import StmtMutator, fresh_binders, make_seq, sub_expressions
+from ..visitor import (
+    StmtMutator,
+    children,
+    fresh_binders,
+    make_seq,
+    stmt_children,
+    sub_expressions,
+)
 from .simplify import scope_ranges, simplify_stmt
 
 Interval = tuple[float, float]
@@ -37,13 +44,65 @@ _MAX_COPIES = 64
 """Stop partitioning when the body would be copied more often than this in total."""
 
 
-def _guards(body: Stmt) -> list[PrimExpr]:
-    """Conditions of `likely` and `if_then_else` calls in `body`."""
-    out: list[PrimExpr] = []
-    for n in sub_expressions(body):
-        if isinstance(n, Call) and n.name in ("likely", "if_then_else"):
-            out.append(n.args[0])
-    return out
+_GUARD_CALLS = ("likely", "if_then_else")
+
+
+class _Guards:
+    """The guard calls (`likely`, `if_then_else`) under each node, remembered per node: the
+    loops of a nest ask for the guards of their bodies, which share everything but the
+    loop statements themselves, so each node is walked once per pass."""
+
+    def __init__(self) -> None:
+        # id(node) -> (node, its guard calls): the node is kept so that its id stays its own
+        self.memo: dict[int, tuple[Any, tuple[Call, ...]]] = {}
+        self.vars: dict[int, tuple[PrimExpr, frozenset[int]]] = {}
+
+    def calls(self, root: Any) -> tuple[Call, ...]:
+        """The guard calls under `root`, each object once, in pre-order of first occurrence
+        (the order `sub_expressions` meets them)."""
+        memo = self.memo
+        stack: list[tuple[Any, list[Any] | None]] = [(root, None)]
+        while stack:
+            node, kids = stack.pop()
+            got = memo.get(id(node))
+            if got is not None and got[0] is node:
+                continue
+            if kids is None:
+                kids = children(node)
+                stack.append((node, kids))
+                stack.extend((k, None) for k in kids)
+                continue
+            own = isinstance(node, Call) and node.name in _GUARD_CALLS
+            parts = [got for got in (memo[id(k)][1] for k in kids) if got]
+            out: tuple[Call, ...]
+            if not parts:
+                out = (node,) if own else ()
+            elif len(parts) == 1 and not own:
+                out = parts[0]
+            else:
+                seen: set[int] = set()
+                found: list[Call] = [node] if own else []
+                for part in parts:
+                    for c in part:
+                        if id(c) not in seen and c is not node:
+                            seen.add(id(c))
+                            found.append(c)
+                out = tuple(found)
+            memo[id(node)] = (node, out)
+        return memo[id(root)][1]
+
+    def mentioning(self, body: Stmt, var: Var) -> list[PrimExpr]:
+        """The conditions of the guard calls in `body` that mention `var`."""
+        out = []
+        for call in self.calls(body):
+            cond = call.args[0]
+            got = self.vars.get(id(cond))
+            if got is None or got[0] is not cond:
+                ids = frozenset(id(n) for n in sub_expressions(cond) if isinstance(n, Var))
+                got = self.vars[id(cond)] = (cond, ids)
+            if id(var) in got[1]:
+                out.append(cond)
+        return out
 
 
 def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
@@ -61,9 +120,18 @@ def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
 
 def _inner_ranges(body: Stmt) -> dict[Var, Any]:
     ranges: dict[Var, Any] = {}
-    for n in sub_expressions(body):
-        if isinstance(n, For):
-            ranges[n.loop_var] = Range(n.min, n.extent)
+    seen: set[int] = set()
+    stack = [body]  # loops are statements: the walk need not enter expressions
+    while stack:
+        s = stack.pop()
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        if isinstance(s, For):
+            ranges[s.loop_var] = Range(s.min, s.extent)
+        kids = stmt_children(s)
+        kids.reverse()
+        stack.extend(kids)
     return ranges
 
 
@@ -104,6 +172,7 @@ class _Partitioner(StmtMutator):
         self.copies = 0
         self.count = 0
         self.in_split = 0  # split loops around the statement being visited
+        self.guards = _Guards()
 
     def enter(self, s: Stmt) -> Stmt:
         if not isinstance(s, For) or s.annotations.get("partitioned"):
@@ -112,12 +181,13 @@ class _Partitioner(StmtMutator):
         if not (isinstance(m, IntImm) and isinstance(e, IntImm)) or e.value < 2:
             return s
         var = s.loop_var
-        guards = [g for g in _guards(s.body) if any(n is var for n in sub_expressions(g))]
+        guards = self.guards.mentioning(s.body, var)
         if not guards:
             return s
         ranges = {**self.ranges, s.loop_var: Range(m, e), **_inner_ranges(s.body)}
         # guards that enclosing partitions already decided need no split here
-        open_guards = [g for g in (simplify(g, ranges) for g in guards) if const_bool(g) is None]
+        under = Simplifier(ranges)  # one memo for guards that share subexpressions
+        open_guards = [g for g in map(under.simplify, guards) if const_bool(g) is None]
         decided = len(open_guards) < len(guards)  # guards that simplifying removes
         guards = open_guards
         first, last = m.value, m.value + e.value - 1

@@ -23,7 +23,15 @@ from ..stmt import (
     SeqStmt,
     Stmt,
 )
-from ..visitor import NOOP, StmtMutator, is_noop, make_seq, replace_buffers, substitute
+from ..visitor import (
+    NOOP,
+    StmtMutator,
+    VarSets,
+    is_noop,
+    make_seq,
+    replace_buffers,
+    substitute,
+)
 
 
 def _scalar_int(dtype: str) -> bool:
@@ -97,6 +105,7 @@ class _StmtSimplifier(StmtMutator):
         # One simplifier per ranges in scope: the expressions of a scope share its memo
         # (the unrolled copies of a body share most subexpressions).
         self.simplifiers: dict[int, tuple[dict[Var, Any], Simplifier]] = {}
+        self.var_sets = VarSets()
 
     def simplifier(self) -> Simplifier:
         """The simplifier for the ranges in scope."""
@@ -111,9 +120,13 @@ class _StmtSimplifier(StmtMutator):
         got = self.cache.get(key)
         if got is not None and got[0] is e and got[1] is self.ranges:
             return got[2]
-        out = self.simplifier().simplify(substitute(e, self.values) if self.values else e)
-        if not self.values:  # with substitutions the result depends on more than `e`
+        if not self.values:
+            out = self.simplifier().simplify(e)
             self.cache[key] = (e, self.ranges, out)
+        elif self.var_sets.of(e).isdisjoint(self.values):
+            out = self.simplifier().simplify(e)  # nothing to substitute
+        else:  # with substitutions the result depends on more than `e`: not cached
+            out = self.simplifier().simplify(substitute(e, self.values))
         return out
 
     def enter(self, s: Stmt) -> Stmt:

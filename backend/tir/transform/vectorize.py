@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from ..analysis import prim_equal
-from ..arith import simplify
+from ..arith import Simplifier
 from ..dtypes import is_float, lanes_of, with_lanes
 from ..expr import (
     And,
@@ -82,6 +82,8 @@ class _Lanes(StmtMutator):
         self.vars: dict[Var, Var] = {}
         self.done: set[int] = set()
         self.keep: list[Stmt] = []
+        # one memo for every index: the parts that do not depend on the lanes are shared
+        self.simplifier = Simplifier()
 
     # -------------------------------------------------------------------- expressions
     def wide(self, e: PrimExpr) -> PrimExpr:
@@ -131,7 +133,7 @@ class _Lanes(StmtMutator):
         raise _Fail(f"cannot vectorize {type(e).__name__}")
 
     def index(self, buffer: Any, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
-        new = [simplify(self.expr(i)) for i in indices]
+        new = [self.simplifier.simplify(self.expr(i)) for i in indices]
         for i in new[:-1]:
             if lanes_of(i.dtype) > 1:
                 raise _Fail(f"vector index in a leading dimension of `{buffer.name}`")
