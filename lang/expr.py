@@ -84,7 +84,25 @@ class GlobalVar(Expr):
     span: Span | None = field(default=None, kw_only=True, repr=False)
 
 
+def _frozen(array: np.ndarray) -> bool:
+    """Whether nobody can write `array`'s elements: C-contiguous, read-only, and so is every
+    array it views, down to the one owning the memory (then it needs no copy)."""
+    if not array.flags.c_contiguous:
+        return False
+    node: object = array
+    while isinstance(node, np.ndarray):
+        if node.flags.writeable:
+            return False
+        if node.base is None:
+            return bool(node.flags.owndata)
+        node = node.base
+    return False
+
+
 def _to_array(data: object) -> np.ndarray:
+    if isinstance(data, np.ndarray) and _frozen(data):
+        dtype_of_array(data)  # raises ValueError for unsupported dtypes
+        return data
     array = np.array(data, copy=True) if not isinstance(data, np.ndarray) else data.copy()
     if array.dtype == np.float64 and not isinstance(data, np.ndarray):
         array = array.astype(np.float32)
@@ -95,7 +113,8 @@ def _to_array(data: object) -> np.ndarray:
 
 @define(frozen=True, eq=False, slots=True)
 class Constant(Expr):
-    """A tensor constant (rank 0 for scalars); its array is a read-only copy."""
+    """A tensor constant (rank 0 for scalars); its array is a read-only copy (an array
+    nobody can write already, see `_frozen`, is kept without one)."""
 
     data: np.ndarray = field(converter=_to_array)
     span: Span | None = field(default=None, kw_only=True, repr=False)

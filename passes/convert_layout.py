@@ -446,7 +446,10 @@ class _Converter:
         if src == dst:
             return x
         if isinstance(x, Constant):
-            return Constant(convert_array(x.data, src, dst), span=x.span)
+            packed = convert_array(x.data, src, dst)
+            if packed.flags.writeable:  # fresh (a view of the constant is read-only)
+                packed.setflags(write=False)  # so the constant keeps it without a copy
+            return Constant(packed, span=x.span)
         if (
             isinstance(x, Call)
             and x.op is _LAYOUT_TRANSFORM

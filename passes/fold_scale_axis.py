@@ -77,8 +77,11 @@ def _fold(producer: Call, c: Constant) -> Expr | None:
         return None
     if vector is None:
         return None
-    scaled = weight * vector.reshape((-1,) + (1,) * (weight.ndim - 1))
-    new_weight = Constant(scaled.astype(weight.dtype), span=producer.args[1].span)
+    scaled = (weight * vector.reshape((-1,) + (1,) * (weight.ndim - 1))).astype(
+        weight.dtype, copy=False
+    )
+    scaled.setflags(write=False)  # fresh: the constant keeps it without a copy
+    new_weight = Constant(scaled, span=producer.args[1].span)
     return producer.replace(args=(producer.args[0], new_weight))
 
 

@@ -138,3 +138,21 @@ def test_function_and_call_take_none_for_their_optional_parts():
     fn = Function([x], x, None, None, None)
     assert fn.type_params == () and fn.attrs == FuncAttrs()
     assert Call(fn, [x], None, None).type_args == ()
+
+
+def test_constant_keeps_an_array_nobody_can_write_and_copies_the_others():
+    frozen = np.arange(6, dtype="float32")
+    frozen.setflags(write=False)
+    assert Constant(frozen).data is frozen
+    view = frozen.reshape(2, 3)  # a read-only view of read-only memory: kept
+    assert Constant(view).data is view
+    writable = np.arange(6, dtype="float32")
+    masked = writable.reshape(2, 3)
+    masked.setflags(write=False)  # read-only, but its memory is still writable
+    c = Constant(masked)
+    writable[0] = 100
+    assert c.data is not masked and c.data[0, 0] == 0
+    strided = frozen[::2]  # not contiguous: copied
+    assert Constant(strided).data.flags.c_contiguous
+    again = Constant(c.data)  # a constant's array is shared, not copied
+    assert again.data is c.data

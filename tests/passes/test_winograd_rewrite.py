@@ -108,3 +108,20 @@ def test_opt_level_3_build_uses_winograd_on_bound_weights():
     got = relay.build(mod, params=params, opt_level=3).run(x=x)
     scale = float(np.abs(want).max())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=WINOGRAD_RTOL[4] * scale)
+
+
+@pytest.mark.parametrize("tile", [2, 4])
+def test_folded_weight_is_the_float64_transform_to_float32_rounding(tile):
+    # the pass transforms a constant weight in float32 (one matrix product); the
+    # interpreter's transform, the oracle, sums in float64
+    from relay.backend.runtime.op_impls import implementation_for
+    from relay.lang.op import get_op
+    from relay.passes.winograd_conv2d import transform_weight
+
+    weight = RNG.normal(size=(40, 36, 3, 3)).astype("float32")
+    op = get_op("nn.contrib_conv2d_winograd_weight_transform")
+    want = np.asarray(implementation_for(op)([weight], op.make_attrs(tile_size=tile)))
+    got = transform_weight(weight, tile)
+    assert got.shape == want.shape and got.dtype == np.float32
+    assert not got.flags.writeable  # a constant keeps it without a copy
+    np.testing.assert_allclose(got, want, rtol=0, atol=4e-7 * np.abs(want).max())

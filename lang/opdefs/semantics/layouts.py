@@ -7,12 +7,15 @@ the channels are stored as `C` blocks of 16 (`c`).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .error import SemanticsError
 
 LayoutAxes = tuple[tuple[str, int], ...]
 """A parsed layout: `(letter, factor)` per axis, factor 0 for a primal axis."""
 
 
+@lru_cache(maxsize=4096)  # pure; passes and type relations parse the same few layouts
 def parse_layout(text: str, what: str = "layout") -> LayoutAxes:
     """The axes of the layout `text`; `what` names the attribute in the message.
 
