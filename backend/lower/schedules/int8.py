@@ -57,7 +57,7 @@ from ...te.tensor import ComputeOp, Tensor, compute, reduce_axis, sum_
 from ...te.tensorize import TensorIntrinsic
 from ...tir.expr import Cast, Mul, PrimExpr, Var, all_of, cast, const
 from ...tir.op import if_then_else
-from . import PARALLEL_MIN_WORK, Schedule, extents
+from . import PARALLEL_MIN_ELEMENTS, PARALLEL_MIN_WORK, Schedule, extents
 from .dense import VECTOR_REGISTERS, analyze_product, anchor_view, install, require
 
 INT8 = ("int8", "uint8")
@@ -419,8 +419,18 @@ def _schedule_data(s: Schedule, d: Tensor, target: Target) -> None:
     ds.compute_root()
     b, ico, h, _, g = ds.op.axis
     ds.unroll(g)
-    if target.num_threads > 1 and math.prod(extents(d.op)) >= 64 * 1024:
+    sizes = extents(d.op)
+    if target.num_threads > 1 and math.prod(sizes) >= 64 * 1024:
         ds.parallel(ds.fuse(b, ico, h))
+    elif math.prod(sizes[2:]) <= SMALL_PLANE:
+        ds.fuse(b, ico, h)  # LLVM would unroll the whole plane (rows and columns)
+
+
+SMALL_PLANE = 256
+"""Elements of one channel group's plane (`h x w x G`) up to which the data conversion
+runs all rows of all groups as one loop: LLVM unrolls the rows and columns of a plane this
+small (7 x 8 x 2) into long straight code that is slow to optimize; larger planes keep
+their row loop (fused, a 112-column plane ran slower)."""
 
 
 def _conv_weight_sum(wt: Tensor, shift: int) -> Tensor:
@@ -554,9 +564,35 @@ def _schedule_conv2d_columns(
     if wsum is not None:
         s[wsum].compute_root()
     if host is not anchor:
-        from .injective import schedule_injective_stage
+        schedule_padded_tail(s, host, target)
 
+
+def schedule_padded_tail(s: Schedule, host: Tensor, target: Target) -> None:
+    """The tail of a conv (`host`, NCHW at root) that reads a result whose rows are padded
+    past the output's width. When no vector width divides the output width but a row holds
+    at least one int32 vector (14 columns), one loop over the rows (`b, c, oh`) with the
+    columns vectorized inside (8 + 6 lanes); otherwise the injective schedule. Fusing such
+    a row with the next axis indexes the padded result by `//` and `%` of the width: a
+    scalar loop that LLVM unrolls into gathers (slower to compile, and to run at 14
+    columns). Rows shorter than a vector (7 columns) keep that form: LLVM's unrolled gathers
+    ran faster than one short vector per row."""
+    from ..parallel_plan import ELEMENT_WEIGHT
+    from . import parallel_rows, vector_factor
+    from .injective import schedule_injective_stage
+
+    sizes = extents(host.op)
+    lanes = target.lanes("int32")
+    if len(sizes) != 4 or sizes[3] < lanes or vector_factor(sizes[3], target.lanes(host.dtype)):
         schedule_injective_stage(s, host, target)
+        return
+    st = s[host]
+    b, oc, oh, ow = st.op.axis
+    _, owi = st.split(ow, factor=lanes)
+    st.vectorize(owi)
+    work = math.prod(sizes) * ELEMENT_WEIGHT
+    rows = parallel_rows(st, [b, oc, oh], sizes[:3], None, 1, work, target, PARALLEL_MIN_ELEMENTS)
+    if rows is None:
+        st.fuse(b, oc, oh)  # one loop over the rows
 
 
 @register_rewrite("int8.conv2d_columns")

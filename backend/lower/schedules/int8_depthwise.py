@@ -30,7 +30,6 @@ from ...tir.expr import PrimExpr, Var, all_of, cast, const
 from ...tir.op import if_then_else
 from . import PARALLEL_MIN_WORK, Schedule
 from .dense import anchor_view, install, require
-from .injective import schedule_injective_stage
 
 LANES = 8
 """int32 lanes of `vpmaddwd` on ymm."""
@@ -66,7 +65,7 @@ def schedule_depthwise_int8(
     target without AVX2. `portable` uses the intrinsic's plain-LLVM twin."""
     from ...te import intrinsics_x86 as x86
     from .conv2d import analyze_conv
-    from .int8 import _conv_loads, _int_product
+    from .int8 import _conv_loads, _int_product, schedule_padded_tail
 
     c = analyze_conv(s[anchor].op)
     if c is None or _depthwise_form(c) is None or not _int_product(c.op, *_conv_loads(c)):
@@ -98,7 +97,7 @@ def schedule_depthwise_int8(
         if parallel:
             rs.parallel(plane)
         s[pairs].compute_at(rs, plane)
-        schedule_injective_stage(s, host, target)
+        schedule_padded_tail(s, host, target)
     s[pairs].unroll(s[pairs].op.axis[-1])
     _, _, _, rw = rs.op.axis
     rwo, rwi = rs.split(rw, factor=vb * LANES)

@@ -287,3 +287,45 @@ def test_conv2d_data_is_interleaved_in_channel_groups():
     product = next(ln for ln in lines if "tensor.x86.pmaddwd.256(" in ln)
     assert re.search(r"x_nc2hwc\[[^\]]*ramp\(0, 1, 16\)\]", product)
     assert any(re.fullmatch(r"conv2d\[(.*)\] = conv2d_res\[\1\]", ln) for ln in lines)
+
+
+def _kernel_tir(text, params, threads=1):
+    """The loop IR of the one kernel `text` compiles to (after the loop passes)."""
+    from relay.driver import build
+
+    dump = {}
+    build(relay.parse(text), target=f"llvm -num-threads={threads}", params=params, dump=dump)
+    return [ln.strip() for ln in dump["tir"].splitlines()]
+
+
+@pytest.mark.parametrize("width", [7, 14])
+def test_short_rows_are_exact_and_compile_to_plain_loops(width):
+    """MobileNet's 7- and 14-column planes: a small plane's data conversion is one loop over
+    all rows (LLVM does not unroll the plane into straight code), and a 14-column tail,
+    reading a result padded to 16 columns, stores whole rows with vectors (8 + 6 lanes)
+    instead of a scalar loop indexing the padded result by `//` and `%`; exact for the 1x1
+    (column form) and depthwise convs, on both plans."""
+    rng = np.random.default_rng(7)
+    c, o = 9, 10
+    x = extremes(rng, (1, c, width, width), "int8")
+    k = extremes(rng, (o, c, 1, 1), "int8")
+    bias = rng.integers(-3000, 3000, (o, 1, 1)).astype(np.int32)
+    conv = CONV_TAIL.format(b=1, c=c, h=width, w=width, o=o, kh=1, kw=1, s=1, p=0, dt="int8")
+    for plan in ("host", "avx_vnni"):
+        build_and_compare(conv, {"x": x}, {"k": k, "bias": bias}, plan)
+    dk = extremes(rng, (c, 1, 3, 3), "int8")
+    depthwise = DEPTHWISE_TAIL.format(b=1, c=c, h=width, w=width, o=c, kk=3, s=1, p=1, dt="int8")
+    build_and_compare(depthwise, {"x": x}, {"k": dk, "bias": bias[:c]}, "host")
+    for text, params in ((conv, {"k": k, "bias": bias}), (depthwise, {"k": dk, "bias": bias[:c]})):
+        lines = _kernel_tir(text, params)
+        tail = [ln for ln in lines if ln.startswith("cast[")]
+        if width == 14:
+            assert len(tail) == 2
+            assert not any(re.search(r"conv2d_res\[[^\]]*(//|%)", ln) for ln in tail)
+            assert "int8x8(" in tail[0] and "int8x6(" in tail[1]
+        if text is conv and width == 7:
+            # the data conversion's rows and channel groups in one loop, no row loop inside
+            assert not any(re.fullmatch(r"for h\w* in serial\(.*", ln) for ln in lines)
+            assert any(
+                re.fullmatch(r"for b_ico_fused_h_fused\w* in serial\(0, 35\):", ln) for ln in lines
+            )
