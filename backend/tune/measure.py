@@ -301,6 +301,20 @@ def _phase(exclusive: bool) -> Iterator[None]:
         fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@contextmanager
+def _holding_shared(path: str | None) -> Iterator[None]:
+    """Hold the workers' lock file shared for the block (through a descriptor of its own,
+    so that it is a holder of its own); nothing when `path` is None."""
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        yield
+
+
 def measure_here(
     task: Task,
     config: Config,
@@ -437,6 +451,11 @@ def serve() -> None:
         _send(replies, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 
 
+_SERIAL_BLAS = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+"""A worker's numpy runs on one thread: BLAS threads left spinning after the interpreter's
+reference outputs took a core from the timing of a task's first config (the default was
+measured 2-4x slower than in a model until this was set)."""
+
 _READY = b"R"
 """The byte a worker writes once it has started and imported relay."""
 
@@ -466,21 +485,22 @@ class Measurer:
         if self.process is not None:
             self.restarts += 1
         paths = [p for p in sys.path if p]
-        env = dict(os.environ, RELAY_COMPILE_JOBS="1")
+        env = dict(os.environ, RELAY_COMPILE_JOBS="1", **_SERIAL_BLAS)
         if self.timing_lock is not None:
             env[TIMING_LOCK_ENV] = self.timing_lock
         if self.stderr is not None:
             self.stderr.close()
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, json.dumps(paths), __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            close_fds=True,
-            env=env,
-        )
-        self._await_boot(self.process)
+        with _holding_shared(self.timing_lock):  # its start must not overlap a timing
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, json.dumps(paths), __name__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.stderr,
+                close_fds=True,
+                env=env,
+            )
+            self._await_boot(self.process)
         return self.process
 
     def _await_boot(self, process: subprocess.Popen[bytes]) -> None:

@@ -60,3 +60,18 @@ def test_two_workers_measure_every_config_once():
     for bad in ("local:0", "local:x"):
         with pytest.raises(ExecutorError, match="number of workers"):
             make_executor(bad)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="reads /proc")
+def test_a_worker_runs_numpy_on_one_thread_and_starts_before_any_timeout(monkeypatch):
+    # BLAS threads spinning after the reference outputs slowed the first config's timing
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    with measure_module.Measurer() as worker:
+        process = worker._start()
+        with open(f"/proc/{process.pid}/environ", "rb") as f:
+            env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        assert env[b"OPENBLAS_NUM_THREADS"] == b"1" and env[b"MKL_NUM_THREADS"] == b"1"
+        # started means booted: relay is imported before any config's timeout counts
+        assert process.poll() is None
+        with open(f"/proc/{process.pid}/maps", "rb") as f:
+            assert b"_multiarray_umath" in f.read()  # numpy, so relay, imported
