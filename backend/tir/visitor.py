@@ -329,31 +329,39 @@ class VarSets:
 
     def of(self, root: Node) -> frozenset[Var]:
         """The variables occurring in `root` (itself included when it is one)."""
-        memo = self.memo
-        stack: list[tuple[Node, list[Node] | None]] = [(root, None)]
-        while stack:
-            node, kids = stack.pop()
-            got = memo.get(id(node))
-            if got is not None and got[0] is node:
-                continue
-            if kids is None:
-                if isinstance(node, Var):
-                    memo[id(node)] = (node, frozenset([node]))
-                    continue
-                kids = children(node)
-                if not kids:
-                    memo[id(node)] = (node, _NO_VARS)
-                    continue
+        return memoized_fold(root, self.memo, _vars_of)
+
+
+def _vars_of(node: Node, parts: list[frozenset[Var]]) -> frozenset[Var]:
+    if isinstance(node, Var):
+        return frozenset([node])
+    out = _NO_VARS
+    for found in parts:
+        if found is not out and found:
+            out = found if not out else out | found
+    return out
+
+
+def memoized_fold(
+    root: Any, memo: dict[int, tuple[Any, Any]], combine: Callable[[Any, list[Any]], Any]
+) -> Any:
+    """`combine(node, [the results of its children])` at `root`, bottom-up without
+    recursion, each node computed once for the lifetime of `memo` (id(node) -> (node,
+    result): the node is kept so that its id stays its own)."""
+    stack: list[tuple[Any, list[Any] | None]] = [(root, None)]
+    while stack:
+        node, kids = stack.pop()
+        got = memo.get(id(node))
+        if got is not None and got[0] is node:
+            continue
+        if kids is None:
+            kids = children(node)
+            if kids:
                 stack.append((node, kids))
                 stack.extend((k, None) for k in kids)
                 continue
-            out = _NO_VARS
-            for k in kids:
-                found = memo[id(k)][1]
-                if found is not out and found:
-                    out = found if not out else out | found
-            memo[id(node)] = (node, out)
-        return memo[id(root)][1]
+        memo[id(node)] = (node, combine(node, [memo[id(k)][1] for k in kids]))
+    return memo[id(root)][1]
 
 
 def replace_buffers(node: Any, mapping: Mapping[Any, Any]) -> Any:

@@ -30,9 +30,9 @@ from ..expr import GE, GT, LE, LT, And, Call, IntImm, PrimExpr, Range, Sub, Var
 from ..stmt import For, PrimFunc, Stmt
 from ..visitor import (
     StmtMutator,
-    children,
     fresh_binders,
     make_seq,
+    memoized_fold,
     stmt_children,
     sub_expressions,
 )
@@ -45,6 +45,23 @@ _MAX_COPIES = 64
 
 
 _GUARD_CALLS = ("likely", "if_then_else")
+
+
+def _guards_of(node: Any, parts: list[tuple[Call, ...]]) -> tuple[Call, ...]:
+    own = isinstance(node, Call) and node.name in _GUARD_CALLS
+    parts = [p for p in parts if p]
+    if not parts:
+        return (node,) if own else ()
+    if len(parts) == 1 and not own:
+        return parts[0]
+    seen: set[int] = set()
+    found: list[Call] = [node] if own else []
+    for part in parts:
+        for c in part:
+            if id(c) not in seen and c is not node:
+                seen.add(id(c))
+                found.append(c)
+    return tuple(found)
 
 
 class _Guards:
@@ -60,36 +77,7 @@ class _Guards:
     def calls(self, root: Any) -> tuple[Call, ...]:
         """The guard calls under `root`, each object once, in pre-order of first occurrence
         (the order `sub_expressions` meets them)."""
-        memo = self.memo
-        stack: list[tuple[Any, list[Any] | None]] = [(root, None)]
-        while stack:
-            node, kids = stack.pop()
-            got = memo.get(id(node))
-            if got is not None and got[0] is node:
-                continue
-            if kids is None:
-                kids = children(node)
-                stack.append((node, kids))
-                stack.extend((k, None) for k in kids)
-                continue
-            own = isinstance(node, Call) and node.name in _GUARD_CALLS
-            parts = [got for got in (memo[id(k)][1] for k in kids) if got]
-            out: tuple[Call, ...]
-            if not parts:
-                out = (node,) if own else ()
-            elif len(parts) == 1 and not own:
-                out = parts[0]
-            else:
-                seen: set[int] = set()
-                found: list[Call] = [node] if own else []
-                for part in parts:
-                    for c in part:
-                        if id(c) not in seen and c is not node:
-                            seen.add(id(c))
-                            found.append(c)
-                out = tuple(found)
-            memo[id(node)] = (node, out)
-        return memo[id(root)][1]
+        return memoized_fold(root, self.memo, _guards_of)
 
     def mentioning(self, body: Stmt, var: Var) -> list[PrimExpr]:
         """The conditions of the guard calls in `body` that mention `var`."""
