@@ -283,22 +283,29 @@ _lock_files: dict[str, IO[str]] = {}
 
 
 @contextmanager
+def _flocked(handle: IO[str], exclusive: bool) -> Iterator[None]:
+    """Hold `handle`'s file lock, exclusive or shared, for the block."""
+    import fcntl
+
+    fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
 def _phase(exclusive: bool) -> Iterator[None]:
     """Hold the workers' lock (`TIMING_LOCK_ENV`) shared or exclusive for the block."""
     path = os.environ.get(TIMING_LOCK_ENV)
     if not path:
         yield
         return
-    import fcntl
-
     handle = _lock_files.get(path)
     if handle is None:
         handle = _lock_files[path] = open(path, "a", encoding="utf-8")  # noqa: SIM115
-    fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-    try:
+    with _flocked(handle, exclusive):
         yield
-    finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextmanager
@@ -308,10 +315,7 @@ def _holding_shared(path: str | None) -> Iterator[None]:
     if path is None:
         yield
         return
-    import fcntl
-
-    with open(path, "a", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_SH)
+    with open(path, "a", encoding="utf-8") as handle, _flocked(handle, exclusive=False):
         yield
 
 
