@@ -13,8 +13,13 @@ Templates with knobs:
 - dense (`schedule_gemm`'s register-blocked nest): `rows` and `vectors` of the register
   block, `k_inner` (the reduction split by 1, 2 or 4, the inner part unrolled),
   `parallel`, `parallel_rows` (row blocks share the parallel loop), `unroll`.
+- dense in the GEMV form (`schedule_gemv`: batch-1 products): for few rows `columns`
+  (vectors of columns per parallel block) and `tile` (columns per register tile), and
+  `parallel`.
 - conv2d_NCHWc: `ocv` output-channel vectors by `owb` output columns, `icb` input channel
   blocks per weight block (`NCHWcBlocking`).
+- depthwise_conv2d_NCHWc: `by_rows` (each task one output row, else one channel-block
+  plane) and `owb`, the output columns (vector accumulators) per register block.
 - Winograd (`schedules.winograd`): the batched GEMM's register block `rows` x `vectors`,
   `k_inner` and `parallel_rows` (as dense's), the vector width along a row of tiles in the
   input transform (`input_vector`) and the output transform (`output_vector`), and
@@ -22,7 +27,10 @@ Templates with knobs:
   left out (its off value only loses: the register block and the transforms' position
   selects need it), so is the tile size (an attribute of the operator, fixed with the
   transformed weight: another tile is another task).
-Every other kernel (GEMV-form dense, int8, depthwise, pools, ...) has a space of one point:
+- int8 dense and conv2d (the tensorized nests of `schedules.int8`): the register tile,
+  `rows` x `vectors` (dense), `channels` x `vectors` of columns (the conv's column form,
+  stride 1 along the width) or `columns` x `vectors` of channels (its channel form).
+Every other kernel (int8 depthwise, NCHW depthwise, pools, ...) has a space of one point:
 no knobs, the default schedule.
 """
 
@@ -38,10 +46,14 @@ from attrs import frozen
 from ..lower.computes import made_by
 from ..lower.lower_func import choose_inlined
 from ..lower.schedules import PARALLEL_MIN_WORK, extents, pick_anchor, stage_order
+from ..lower.schedules.conv2d import schedule_conv2d
 from ..lower.schedules.conv2d_nchwc import (
     analyze_blocked,
     choose_nchwc_blocking,
+    depthwise_by_rows,
+    depthwise_columns,
     schedule_conv2d_nchwc,
+    schedule_depthwise_nchwc,
 )
 from ..lower.schedules.dense import (
     GEMV_MAX_ROWS,
@@ -49,7 +61,17 @@ from ..lower.schedules.dense import (
     blocking_rows,
     choose_blocking,
     fits_registers,
+    gemv_column_vectors,
+    gemv_parallel,
+    gemv_tile,
     schedule_dense,
+    split_width,
+)
+from ..lower.schedules.int8 import (
+    analyze_conv2d_int8,
+    analyze_dense_int8,
+    conv2d_int8_tile,
+    dense_int8_tile,
 )
 from ..lower.schedules.winograd import (
     gemm_blocking,
@@ -207,12 +229,13 @@ def _int(e: Any) -> int:
 
 def dense_space(anchor: Tensor, target: Target) -> ConfigSpace:
     """The knobs of a dense anchor's register-blocked nest (module docstring); `EMPTY` for
-    the GEMV form, 8-bit operands and anchors that are not plain products."""
+    8-bit operands and anchors that are not plain products; the GEMV form's own knobs
+    (`_gemv_space`) for few rows or columns."""
     p = analyze_product(anchor.op)
     if p is None or anchor.op.num_outputs != 1 or 0 in extents(anchor.op):
         return EMPTY
     if any(ld.producer.dtype in ("int8", "uint8") for ld in (p.lhs, p.rhs)):
-        return EMPTY
+        return _dense_int8_space(anchor, target)
     k_len = _int(p.k.dom.extent)
     if k_len == 0:
         return EMPTY
@@ -221,7 +244,7 @@ def dense_space(anchor: Tensor, target: Target) -> ConfigSpace:
     rows = sizes[-2] if len(sizes) >= 2 else 1
     cols = sizes[-1]
     if p.rhs_layout == "k" and (rows <= GEMV_MAX_ROWS or cols < lanes):
-        return EMPTY
+        return _gemv_space(anchor, rows, cols, k_len, target)
     blocking = choose_blocking(rows, cols, lanes, target)
     if p.rhs_layout == "packed" and fits_registers(p.block, lanes, target):
         blocking = type(blocking)(blocking_rows(rows, p.block // lanes, target), p.block, lanes)
@@ -243,6 +266,66 @@ def dense_space(anchor: Tensor, target: Target) -> ConfigSpace:
     return _space(pairs)
 
 
+def _tile_knobs(
+    names: tuple[str, str], default: tuple[int, int], most: tuple[int, int]
+) -> ConfigSpace:
+    """A register tile's two knobs (`names`: rows-like, then vectors-like), each at most
+    `most` (rows 1-8, vectors 1-4)."""
+    return _space(
+        [
+            _knob(names[0], [r for r in (1, 2, 3, 4, 6, 8) if r <= most[0]], default[0]),
+            _knob(names[1], [v for v in (1, 2, 3, 4) if v <= most[1]], default[1]),
+        ]
+    )
+
+
+def _dense_int8_space(anchor: Tensor, target: Target) -> ConfigSpace:
+    """The register tile (`rows`, `vectors`) of the tensorized int8 dense nest; `EMPTY`
+    when the nest does not handle the anchor."""
+    d = analyze_dense_int8(anchor.op, target)
+    if d is None:
+        return EMPTY
+    most = (d.m, -(-d.n // d.plan.lanes))
+    return _tile_knobs(("rows", "vectors"), dense_int8_tile(d, target), most)
+
+
+def conv2d_int8_space(anchor: Tensor, target: Target) -> ConfigSpace:
+    """The register tile of a tensorized int8 conv2d (`int8.conv2d_int8_tile`: `channels`
+    or `columns`, and `vectors`); `EMPTY` for float convolutions and other forms."""
+    found = analyze_conv2d_int8(anchor.op, target)
+    if found is None:
+        return EMPTY
+    c, plan = found
+    tile = conv2d_int8_tile(c, plan, target)
+    out_channels, width = _int(c.weight.shape[0]), c.out_shape[3]
+    if "channels" in tile:  # the column form: channels x vectors of columns
+        most = (out_channels, -(-width // plan.lanes))
+        return _tile_knobs(("channels", "vectors"), (tile["channels"], tile["vectors"]), most)
+    most = (width, -(-out_channels // plan.lanes))
+    return _tile_knobs(("columns", "vectors"), (tile["columns"], tile["vectors"]), most)
+
+
+def _gemv_space(anchor: Tensor, rows: int, cols: int, k_len: int, target: Target) -> ConfigSpace:
+    """The knobs of the GEMV nest (`dense.schedule_gemv`) of a product with `rows` x `cols`
+    outputs and reduction `k_len`: for few rows the column block and register tile, and
+    whether it runs parallel (on a multi-thread target)."""
+    lanes = target.lanes(anchor.dtype)
+    pairs = []
+    if rows <= GEMV_MAX_ROWS:
+        col_vectors = -(-cols // lanes)
+        if col_vectors > 1:
+            choices = [v for v in (1, 2, 4, 8) if v <= col_vectors]
+            pairs.append(_knob("columns", choices, gemv_column_vectors(cols, lanes)))
+        pairs.append(
+            _knob("tile", [t for t in (1, 2, 4, 8, 16) if t <= cols], gemv_tile(rows, cols))
+        )
+    if target.num_threads > 1:
+        width = split_width(k_len, lanes)
+        split_len = -(-k_len // width) * width
+        pairs.append(_knob("parallel", [True, False], gemv_parallel(anchor.op, split_len, target)))
+    return _space(pairs) if pairs else EMPTY
+
+
 def nchwc_space(anchor: Tensor, target: Target) -> ConfigSpace:
     """The knobs of a conv2d_NCHWc anchor's register block (module docstring); `EMPTY` for
     the forms the nest does not handle."""
@@ -257,6 +340,26 @@ def nchwc_space(anchor: Tensor, target: Target) -> ConfigSpace:
             _knob("ocv", [d for d in (1, 2, 3, 4) if oc_o % d == 0], default.ocv),
             _knob("owb", list(range(1, min(ow, 8) + 1)), default.owb),
             _knob("icb", [d for d in range(1, ci_o + 1) if ci_o % d == 0], default.icb),
+        ]
+    )
+
+
+def depthwise_nchwc_space(anchor: Tensor, target: Target) -> ConfigSpace:
+    """The knobs of a depthwise_conv2d_NCHWc anchor (module docstring); `EMPTY` for the
+    forms the nest does not handle."""
+    b = analyze_blocked(anchor.op, depthwise=True)
+    if b is None:
+        return EMPTY
+    ow = b.conv.out_shape[3]
+    rows = depthwise_by_rows(b, target)
+    return _space(
+        [
+            _knob("by_rows", [True, False], rows),
+            _knob(
+                "owb",
+                [d for d in (1, 2, 3, 4, 6, 8, 12) if d <= ow],
+                depthwise_columns(ow, rows, target),
+            ),
         ]
     )
 
@@ -301,6 +404,8 @@ def winograd_space(anchor: Tensor, target: Target) -> ConfigSpace:
 TEMPLATES = {
     schedule_dense: dense_space,
     schedule_conv2d_nchwc: nchwc_space,
+    schedule_depthwise_nchwc: depthwise_nchwc_space,
+    schedule_conv2d: conv2d_int8_space,
     schedule_winograd: winograd_space,
 }
 """Schedule functions with knobs, and the function giving a kernel's space."""
@@ -331,7 +436,9 @@ __all__ = [
     "Knob",
     "Value",
     "anchor_of",
+    "conv2d_int8_space",
     "dense_space",
+    "depthwise_nchwc_space",
     "nchwc_space",
     "space_for",
     "winograd_space",

@@ -52,7 +52,7 @@ registers, the input broadcast (contiguous weights for `HWIO`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attrs import frozen
@@ -658,12 +658,19 @@ def schedule_nhwc(
 # ------------------------------------------------------------------------------ dispatch
 
 
-def schedule_conv2d(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
+def schedule_conv2d(
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
+) -> None:
     """Pick the channel-vector, width-vector or NHWC nest (module docstring); a conv2d of
-    another form gets the generic schedule; 8-bit operands get the int8 nest (`int8`)."""
+    another form gets the generic schedule; 8-bit operands get the int8 nest (`int8`), whose
+    register tile `config` (`backend.tune`) may set."""
     from .int8 import schedule_conv2d_int8
 
-    if schedule_conv2d_int8(s, outputs, anchor, target):
+    if schedule_conv2d_int8(s, outputs, anchor, target, config):
         return
     c = analyze_conv(s[anchor].op)
     if c is None or len(c.out_shape) != 4 or 0 in c.out_shape or 0 in _ints(c.raw.shape):

@@ -375,9 +375,15 @@ def blocked_depthwise_rewrite(op: Any) -> dict[str, Tensor]:
 
 
 def schedule_depthwise_nchwc(
-    s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
-    """The depthwise nest of the module docstring (generic for other forms)."""
+    """The depthwise nest of the module docstring (generic for other forms). `config`
+    (`backend.tune`) may set `by_rows` (tasks of one output row rather than whole
+    channel-block planes) and `owb` (output columns per register block)."""
     b = analyze_blocked(s[anchor].op, depthwise=True)
     if b is None:
         _generic(s, outputs, anchor, target)
@@ -386,15 +392,11 @@ def schedule_depthwise_nchwc(
     host, parts = install(s, outputs, anchor, "nchwc.depthwise")
     main = parts["main"]
     kh, kw = _ints(c.weight.shape)[2:4]
-    _, c_o, _, ow_, _ = c.out_shape
+    ow_ = c.out_shape[3]
+    config = config or {}
+    by_rows = bool(config.get("by_rows", depthwise_by_rows(b, target)))
+    owb = int(config.get("owb", depthwise_columns(ow_, by_rows, target)))
     threads = target.num_threads
-    few_planes = _ints(c.raw.shape)[0] * c_o < 2 * threads
-    by_rows = (
-        few_planes
-        or ow_ < ROWS_BELOW_VECTORS * target.lanes(c.out_dtype)
-        or (ROWS_AT_STRIDE_ONE and c.strides == (1, 1))
-    )
-    owb = depthwise_columns(ow_, by_rows, target)
     st = s[host]
     n, co, oh, ow, ci = st.op.axis
     owo, owi = st.split(ow, factor=owb)
@@ -414,6 +416,20 @@ def schedule_depthwise_nchwc(
     ms.unroll(rw)
     ms.unroll(cow)
     _vectorize_vector(ms, cv, b.bo)
+
+
+def depthwise_by_rows(b: BlockedConv, target: Target) -> bool:
+    """Whether a depthwise layer's tasks are output rows (else whole channel-block planes)
+    by default: few planes for the threads, narrow outputs (`ROWS_BELOW_VECTORS`) and
+    stride-1 layers (`ROWS_AT_STRIDE_ONE`)."""
+    c = b.conv
+    _, c_o, _, ow, _ = c.out_shape
+    few_planes = _ints(c.raw.shape)[0] * c_o < 2 * target.num_threads
+    return (
+        few_planes
+        or ow < ROWS_BELOW_VECTORS * target.lanes(c.out_dtype)
+        or (ROWS_AT_STRIDE_ONE and c.strides == (1, 1))
+    )
 
 
 def depthwise_columns(ow: int, by_rows: bool, target: Target) -> int:
@@ -448,6 +464,7 @@ __all__ = [
     "blocked_depthwise",
     "blocked_depthwise_rewrite",
     "choose_nchwc_blocking",
+    "depthwise_by_rows",
     "depthwise_columns",
     "schedule_conv2d_nchwc",
     "schedule_depthwise_nchwc",

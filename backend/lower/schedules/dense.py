@@ -613,14 +613,33 @@ def gemv_rewrite(op: Operation, width: int) -> dict[str, Tensor]:
     return {"view": anchor_view(op, lambda *i: total[i]), "total": total, "partial": partial}
 
 
+def gemv_tile(rows: int, cols: int) -> int:
+    """The GEMV nest's default columns per register tile (few rows): as many independent
+    accumulators as hide the FMA latency, about 16 with the rows."""
+    return max(1, min(cols, 16 // rows))
+
+
+def gemv_column_vectors(cols: int, lanes: int) -> int:
+    """The GEMV nest's default vectors of columns per parallel block (few rows)."""
+    return 4 if cols >= 4 * lanes else 1
+
+
 def schedule_gemv(
-    s: Schedule, host: Tensor, total: Tensor, partial: Tensor, target: Target
+    s: Schedule,
+    host: Tensor,
+    total: Tensor,
+    partial: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
     """Few rows (or few columns): the reduction split into a vector of partial sums
     (`split_k_product`), accumulated in registers for a tile of rows x columns (all the
     rows and up to 16 / rows columns, or all the columns and up to 16 / columns rows: as
     many independent accumulators as hide the FMA latency), then each summed across its
-    lanes. Parallel over column blocks (few rows) or row blocks (many rows)."""
+    lanes. Parallel over column blocks (few rows) or row blocks (many rows). `config`
+    (`backend.tune`) may set, for few rows, `columns` (vectors of columns per parallel
+    block) and `tile` (columns per register tile), and `parallel`."""
+    config = config or {}
     st = s[host]
     axes = list(st.op.axis)
     sizes = [_extent_of(iv) for iv in axes]
@@ -630,13 +649,13 @@ def schedule_gemv(
     rows, cols = (sizes[-2] if m is not None else 1), sizes[-1]
     few_rows = rows <= GEMV_MAX_ROWS
     if few_rows:
-        nb = 4 * lanes if cols >= 4 * lanes else lanes
+        nb = int(config.get("columns", gemv_column_vectors(cols, lanes))) * lanes
         no, ni = st.split(axes[-1], factor=nb)
         st.reorder(*batch, no, *([m] if m is not None else []), ni)
         block = st.fuse(*batch, no)
         inner_n = ni
         blocks = math.prod(sizes[: len(batch)]) * -(-cols // nb)
-        mr, nr = rows, max(1, min(cols, 16 // rows))
+        mr, nr = rows, int(config.get("tile", gemv_tile(rows, cols)))
     else:
         assert m is not None
         mo, _ = st.split(m, factor=16)
@@ -664,8 +683,15 @@ def schedule_gemv(
         ps.unroll(ax)
     ps.vectorize(p_axes[-1])
     k_len = _extent_of(ko) * _extent_of(p_axes[-1])
-    if target.num_threads > 1 and _enough_work(host.op, k_len) and blocks > 1:
+    parallel = config.get("parallel", gemv_parallel(host.op, k_len, target))
+    if parallel and blocks > 1:
         st.parallel(block)
+
+
+def gemv_parallel(op: Operation, k_len: int, target: Target) -> bool:
+    """Whether the GEMV nest of product `op` (reduction length `k_len`) runs parallel by
+    default: several threads and enough work."""
+    return target.num_threads > 1 and _enough_work(op, k_len)
 
 
 def _extent_of(iv: IterVar) -> int:
@@ -687,7 +713,7 @@ def schedule_product(
     """Schedule a matrix-product anchor (dense or batch_matmul) with the register-blocked or
     GEMV nest; False (nothing changed) when the anchor is not a plain product. `config`
     (`backend.tune`) may set the register block (`rows`, `vectors`) and `schedule_gemm`'s
-    knobs of the register-blocked nest; the GEMV nest has none."""
+    knobs of the register-blocked nest, or the GEMV nest's (`schedule_gemv`)."""
     config = config or {}
     p = analyze_product(s[anchor].op)
     if p is None or anchor.op.num_outputs != 1 or 0 in extents(anchor.op):
@@ -700,7 +726,7 @@ def schedule_product(
     if p.rhs_layout == "k" and (rows <= GEMV_MAX_ROWS or cols < lanes):
         width = split_width(int(getattr(p.k.dom.extent, "value", 0)), lanes)
         host, parts = install(s, outputs, anchor, "dense.gemv", width=width)
-        schedule_gemv(s, host, parts["total"], parts["partial"], target)
+        schedule_gemv(s, host, parts["total"], parts["partial"], target, config)
         return True
     blocking = choose_blocking(rows, cols, lanes, target)
     if p.rhs_layout == "packed" and fits_registers(p.block, lanes, target):
@@ -734,10 +760,11 @@ def schedule_dense(
 ) -> None:
     """`dense`/`matmul`/`contrib_dense_pack` (module docstring); an anchor of another form
     gets the generic reduction schedule; 8-bit operands get the int8 nest (`int8`).
-    `config`: knobs of the register-blocked nest (`schedule_product`)."""
+    `config`: knobs of the register-blocked or GEMV nest (`schedule_product`), or of the
+    int8 nest (`schedule_dense_int8`)."""
     from .int8 import schedule_dense_int8
 
-    if schedule_dense_int8(s, outputs, anchor, target):
+    if schedule_dense_int8(s, outputs, anchor, target, config):
         return
     if not schedule_product(s, outputs, anchor, target, config):
         from .generic import schedule_generic
@@ -764,7 +791,10 @@ __all__ = [
     "fits_registers",
     "gemm_defaults",
     "gemm_rewrite",
+    "gemv_column_vectors",
+    "gemv_parallel",
     "gemv_rewrite",
+    "gemv_tile",
     "install",
     "packed_block",
     "packed_product",

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from attrs import frozen
@@ -174,31 +174,63 @@ def _int_product(op: ComputeOp, lhs: Any, rhs: Any) -> bool:
 # ------------------------------------------------------------------------------ dense
 
 
-def schedule_dense_int8(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> bool:
-    """The tensorized dense nest (module docstring); False (nothing changed) when the
-    anchor is not an 8-bit product into int32 with a `(units, k)` weight, or the target has
-    no plan."""
-    op = s[anchor].op
+@frozen
+class Int8Dense:
+    """An int8 dense anchor the tensorized nest handles: `M x N` outputs, reduction `K`,
+    run by `plan`."""
+
+    plan: DotPlan
+    m: int
+    n: int
+    k: int
+
+
+def analyze_dense_int8(op: Any, target: Target) -> Int8Dense | None:
+    """The int8 dense anchor `op` for `target`, or None when it is not an 8-bit product into
+    int32 with a `(units, k)` weight, or the target has no plan."""
     p = analyze_product(op)
-    if p is None or p.rhs_layout != "k" or len(op.axis) != 2 or anchor.dtype != "int32":
-        return False
+    if p is None or p.rhs_layout != "k" or len(op.axis) != 2 or op.output(0).dtype != "int32":
+        return None
     m_var, n_var = (iv.var for iv in op.axis)
     if len(p.lhs.indices) != 2 or p.lhs.indices[0] is not m_var or p.lhs.indices[1] is not p.k.var:
-        return False
+        return None
     if len(p.rhs.indices) != 2 or p.rhs.indices[0] is not n_var:
-        return False
+        return None
     if not _int_product(op, p.lhs, p.rhs) or 0 in extents(op):
-        return False
+        return None
     plan = choose_plan(target, p.lhs.dtype, p.rhs.dtype)
-    if plan is None:
-        return False
-    M, N = extents(op)
     K = int(getattr(p.k.dom.extent, "value", 0))
-    if K == 0:
+    if plan is None or K == 0:
+        return None
+    M, N = extents(op)
+    return Int8Dense(plan, M, N, K)
+
+
+def dense_int8_tile(d: Int8Dense, target: Target) -> tuple[int, int]:
+    """The default (rows, vectors) register tile of the int8 dense nest."""
+    rows, vecs = _tile(target, d.n, d.plan.lanes)
+    return min(rows, d.m), vecs
+
+
+def schedule_dense_int8(
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
+) -> bool:
+    """The tensorized dense nest (module docstring); False (nothing changed) when the
+    anchor is not an 8-bit product into int32 with a `(units, k)` weight, or the target has
+    no plan. `config` (`backend.tune`) may set the register tile's `rows` and `vectors`."""
+    d = analyze_dense_int8(s[anchor].op, target)
+    if d is None:
         return False
+    plan, M, N, K = d.plan, d.m, d.n, d.k
     L = plan.lanes
-    rows, vecs = _tile(target, N, L)
-    rows = min(rows, M)
+    rows, vecs = dense_int8_tile(d, target)
+    if config:
+        rows = min(int(config.get("rows", rows)), M)
+        vecs = int(config.get("vectors", vecs))
     nb = vecs * L
     np_ = -(-N // nb) * nb
     host, parts = install(s, outputs, anchor, "int8.dense", kind=plan.kind, rows=rows, nb=nb)
@@ -324,11 +356,47 @@ def _schedule_rows(s: Schedule, t: Tensor, target: Target) -> None:
 # ------------------------------------------------------------------------------ conv2d
 
 
+def analyze_conv2d_int8(op: Any, target: Target) -> tuple[Any, DotPlan] | None:
+    """(the convolution, its plan) of an int8 conv2d anchor the tensorized nests handle
+    (NCHW/OIHW, groups 1, 8-bit operands into int32), or None."""
+    from .conv2d import analyze_conv
+
+    c = analyze_conv(op)
+    if c is None or c.groups != 1 or c.out_dtype != "int32" or len(c.out_shape) != 4:
+        return None
+    if (c.data_layout, c.kernel_layout, c.out_layout) != ("NCHW", "OIHW", "NCHW"):
+        return None
+    if not _int_product(c.op, *_conv_loads(c)):
+        return None
+    plan = choose_plan(target, c.raw.dtype, c.weight.dtype)
+    if plan is None or 0 in c.out_shape:
+        return None
+    return c, plan
+
+
+def conv2d_int8_tile(c: Any, plan: DotPlan, target: Target) -> dict[str, int]:
+    """The default register tile of the int8 conv nest of `c`: the column form's
+    `{"channels", "vectors"}` (stride 1 along the width), else the channel form's
+    `{"columns", "vectors"}`."""
+    OC = int(getattr(c.weight.shape[0], "value", 0))
+    OW = c.out_shape[3]
+    if c.strides[1] == 1:
+        ocb, vb = _column_tile(target, OC, OW, plan.lanes)
+        return {"channels": ocb, "vectors": vb}
+    owt, vb = _tile(target, OC, plan.lanes)
+    return {"columns": min(owt, OW), "vectors": vb}
+
+
 def schedule_conv2d_int8(
-    s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
 ) -> bool:
     """The tensorized conv2d nest (module docstring); False (nothing changed) for another
-    form (layouts other than NCHW/OIHW, groups, dtypes) or a target without a plan."""
+    form (layouts other than NCHW/OIHW, groups, dtypes) or a target without a plan.
+    `config` (`backend.tune`) may set the register tile (`conv2d_int8_tile`'s knobs)."""
     from .conv2d import analyze_conv
 
     c = analyze_conv(s[anchor].op)
@@ -337,25 +405,21 @@ def schedule_conv2d_int8(
 
         portable = bool(_FORCED) and _FORCED[-1][1]
         return schedule_depthwise_int8(s, outputs, anchor, target, portable)
-    if c is None or c.groups != 1 or c.out_dtype != "int32" or len(c.out_shape) != 4:
+    found = analyze_conv2d_int8(s[anchor].op, target)
+    if found is None:
         return False
-    if (c.data_layout, c.kernel_layout, c.out_layout) != ("NCHW", "OIHW", "NCHW"):
-        return False
-    x, wt = c.raw, c.weight
-    if not _int_product(c.op, *_conv_loads(c)):
-        return False
-    plan = choose_plan(target, x.dtype, wt.dtype)
-    if plan is None or 0 in c.out_shape:
-        return False
+    c, plan = found
+    tile = {**conv2d_int8_tile(c, plan, target), **(config or {})}
     if c.strides[1] == 1:
-        _schedule_conv2d_columns(s, outputs, anchor, c, plan, target)
+        ocb, vb = int(tile["channels"]), int(tile["vectors"])
+        _schedule_conv2d_columns(s, outputs, anchor, c, plan, target, ocb, vb)
         return True
+    x, wt = c.raw, c.weight
     B, IC = (int(getattr(d, "value", 0)) for d in x.shape[:2])
     OC, _, KH, KW = (int(getattr(d, "value", 0)) for d in wt.shape)
     _, _, OH, OW = c.out_shape
     L = plan.lanes
-    owt, vb = _tile(target, OC, L)
-    owt = min(owt, OW)
+    owt, vb = min(int(tile["columns"]), OW), int(tile["vectors"])
     host, parts = install(s, outputs, anchor, "int8.conv2d", kind=plan.kind, owt=owt, vb=vb)
     d, w, acc, res, wsum = parts["d"], parts["w"], parts["acc"], parts["res"], parts.get("wsum")
     rs = s[res]
@@ -527,7 +591,14 @@ def _column_tile(target: Target, out_channels: int, width: int, lanes: int) -> t
 
 
 def _schedule_conv2d_columns(
-    s: Schedule, outputs: list[Tensor], anchor: Tensor, c: Any, plan: DotPlan, target: Target
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    c: Any,
+    plan: DotPlan,
+    target: Target,
+    ocb: int,
+    vb: int,
 ) -> None:
     """The column form of the int8 conv (stride 1 along the width): output columns in the
     vector lanes, `ocb` output channels (broadcast weights) by `vb` column vectors per
@@ -536,7 +607,6 @@ def _schedule_conv2d_columns(
     OC = int(getattr(c.weight.shape[0], "value", 0))
     B, _, OH, OW = c.out_shape
     L = plan.lanes
-    ocb, vb = _column_tile(target, OC, OW, L)
     host, parts = install(s, outputs, anchor, "int8.conv2d_columns", kind=plan.kind, ocb=ocb,
                           vb=vb)  # fmt: skip
     d, acc, res, wsum = parts["d"], parts["acc"], parts["res"], parts.get("wsum")
@@ -665,7 +735,12 @@ def _conv_loads(c: Any) -> tuple[Any, Any]:
 
 __all__ = [
     "DotPlan",
+    "Int8Dense",
+    "analyze_conv2d_int8",
+    "analyze_dense_int8",
     "choose_plan",
+    "conv2d_int8_tile",
+    "dense_int8_tile",
     "force_plan",
     "schedule_conv2d_int8",
     "schedule_dense_int8",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import relay
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from relay.backend.target import Target
@@ -12,7 +13,14 @@ from relay.backend.tir.printer import astext
 from relay.backend.tune.measure import kernel_inputs, one_kernel_model, reference_outputs
 from relay.backend.tune.space import EMPTY, Config, ConfigSpace, Knob
 
-from .tune_models import conv_model, dense_model, only_task
+from .tune_models import (
+    conv_model,
+    dense_model,
+    depthwise_model,
+    int8_conv_model,
+    int8_dense_model,
+    only_task,
+)
 
 TWO_THREADS = Target.host(num_threads=2)
 
@@ -34,13 +42,58 @@ def test_default_config_gives_the_default_schedule_nchwc():
     assert astext(task.lower(task.space.default())) == astext(task.lower(None))
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_default_config_gives_the_default_schedule_depthwise(stride):
+    task = only_task(*depthwise_model(stride=stride), target=TWO_THREADS)
+    assert {k.name for k in task.space.knobs} == {"by_rows", "owb"}
+    default = astext(task.lower(task.space.default()))
+    assert default == astext(task.lower(None))
+    flipped = task.space.default().as_dict()
+    flipped["by_rows"] = not flipped["by_rows"]
+    other = task.space.normalize(Config.from_json(flipped))
+    assert other is not None and astext(task.lower(other)) != default
+
+
+@pytest.mark.parametrize(
+    ("model", "names"),
+    [
+        (int8_dense_model(), {"rows", "vectors"}),
+        (int8_conv_model(stride=1), {"channels", "vectors"}),
+        (int8_conv_model(stride=2), {"columns", "vectors"}),
+    ],
+)
+def test_default_config_gives_the_default_schedule_int8(model, names):
+    task = only_task(*model, target=TWO_THREADS)
+    assert {k.name for k in task.space.knobs} == names
+    default = astext(task.lower(task.space.default()))
+    assert default == astext(task.lower(None))
+    assert "tensor.x86." in default  # the tensorized nest
+
+
 def test_kernels_without_a_template_have_one_point():
-    # batch 1: the GEMV form has no knobs
-    task = only_task(*dense_model(m=1, n=21, k=19))
+    mod = relay.parse(
+        """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 3, 9, 9), float32]) { nn.max_pool2d(%x, pool_size=[3, 3]) }"""
+    )
+    task = only_task(mod, {}, target=TWO_THREADS)
     assert task.space.size == 1
     assert task.space.default() == Config(())
     assert astext(task.lower(task.space.default())) == astext(task.lower(None))
     assert EMPTY.size == 1
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 21, 19), (3, 70, 33), (1, 5, 40)])
+def test_default_config_gives_the_default_schedule_gemv(m, n, k):
+    task = only_task(*dense_model(m, n, k), target=TWO_THREADS)
+    names = {kn.name for kn in task.space.knobs}
+    assert names == {"columns", "tile", "parallel"} - ({"columns"} if n < 8 else set())
+    default = astext(task.lower(task.space.default()))
+    assert default == astext(task.lower(None))
+    assert any(
+        astext(task.lower(task.space.config_at(i))) != default for i in range(task.space.size)
+    )
+    one_thread = only_task(*dense_model(m, n, k), target=Target.host(num_threads=1))
+    assert "parallel" not in {kn.name for kn in one_thread.space.knobs}
 
 
 def test_index_and_neighbors():
@@ -95,5 +148,58 @@ def test_random_dense_configs_agree_with_the_interpreter(m, n, k, pick):
 )
 def test_random_nchwc_configs_agree_with_the_interpreter(ci, oc, w, pick):
     task = only_task(*conv_model(ci, oc, 3, w), target=TWO_THREADS)
+    assert task.space.size > 1
+    _agrees_with_interpreter(task, task.space.config_at(pick % task.space.size))
+
+
+@settings(max_examples=6)
+@given(
+    c=st.sampled_from([1, 3]),
+    h=st.sampled_from([5, 7]),
+    w=st.sampled_from([5, 9, 13]),
+    stride=st.sampled_from([1, 2]),
+    pick=st.integers(0, 10**9),
+)
+def test_random_depthwise_configs_agree_with_the_interpreter(c, h, w, stride, pick):
+    task = only_task(*depthwise_model(c, h, w, stride=stride), target=TWO_THREADS)
+    assert task.space.size > 1
+    _agrees_with_interpreter(task, task.space.config_at(pick % task.space.size))
+
+
+@settings(max_examples=6)
+@given(
+    m=st.sampled_from([1, 2, 4]),
+    n=st.sampled_from([5, 21, 70]),
+    k=st.sampled_from([7, 19, 67]),
+    pick=st.integers(0, 10**9),
+)
+def test_random_gemv_configs_agree_with_the_interpreter(m, n, k, pick):
+    task = only_task(*dense_model(m, n, k), target=TWO_THREADS)
+    assert task.space.size > 1
+    _agrees_with_interpreter(task, task.space.config_at(pick % task.space.size))
+
+
+@settings(max_examples=6)
+@given(
+    m=st.sampled_from([1, 5, 13]),
+    n=st.sampled_from([7, 21, 40]),
+    k=st.sampled_from([3, 19, 33]),
+    pick=st.integers(0, 10**9),
+)
+def test_random_int8_dense_configs_agree_with_the_interpreter(m, n, k, pick):
+    task = only_task(*int8_dense_model(m, n, k), target=TWO_THREADS)
+    _agrees_with_interpreter(task, task.space.config_at(pick % task.space.size))
+
+
+@settings(max_examples=6)
+@given(
+    c=st.sampled_from([1, 3, 5]),
+    oc=st.sampled_from([3, 11]),
+    w=st.sampled_from([5, 9, 13]),
+    stride=st.sampled_from([1, 2]),
+    pick=st.integers(0, 10**9),
+)
+def test_random_int8_conv_configs_agree_with_the_interpreter(c, oc, w, stride, pick):
+    task = only_task(*int8_conv_model(c, oc, 7, w, stride), target=TWO_THREADS)
     assert task.space.size > 1
     _agrees_with_interpreter(task, task.space.config_at(pick % task.space.size))

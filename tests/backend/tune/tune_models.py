@@ -36,6 +36,43 @@ def @main(%x: Tensor[(1, {ci_blocks}, {h}, {w}, {block}), float32],
     return relay.parse(text), {"w": weight}
 
 
+def depthwise_model(c_blocks: int = 3, h: int = 7, w: int = 9, block: int = 4, stride: int = 1):
+    """A depthwise_conv2d_NCHWc + relu model (3x3, padding 1) with its weight."""
+    op = "nn.contrib_depthwise_conv2d_NCHWc"
+    channels = c_blocks * block
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, {c_blocks}, {h}, {w}, {block}), float32],
+          %w: Tensor[({c_blocks}, 1, 3, 3, 1, {block}), float32]) {{
+  nn.relu({op}(%x, %w, strides=[{stride}, {stride}], padding=[1, 1, 1, 1], groups={channels},
+    channels={channels}, kernel_size=[3, 3], data_layout="NCHW{block}c",
+    kernel_layout="OIHW1i{block}o", out_layout="NCHW{block}c"))
+}}"""
+    rng = np.random.default_rng(c_blocks * 10 + h + w + stride)
+    weight = rng.standard_normal((c_blocks, 1, 3, 3, 1, block)).astype("float32")
+    return relay.parse(text), {"w": weight}
+
+
+def int8_dense_model(m: int = 5, n: int = 21, k: int = 19):
+    """An int8 x int8 -> int32 dense model with its weight."""
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[({m}, {k}), int8], %w: Tensor[({n}, {k}), int8]) {{
+  nn.dense(%x, %w, units={n}, out_dtype="int32")
+}}"""
+    rng = np.random.default_rng(m * 100 + n + k)
+    return relay.parse(text), {"w": rng.integers(-128, 128, (n, k)).astype("int8")}
+
+
+def int8_conv_model(c: int = 3, oc: int = 11, h: int = 7, w: int = 9, stride: int = 1):
+    """An int8 x int8 -> int32 conv2d (NCHW, 3x3, padding 1) model with its weight."""
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, {c}, {h}, {w}), int8], %w: Tensor[({oc}, {c}, 3, 3), int8]) {{
+  nn.conv2d(%x, %w, strides=[{stride}, {stride}], padding=[1, 1, 1, 1], channels={oc},
+    kernel_size=[3, 3], out_dtype="int32")
+}}"""
+    rng = np.random.default_rng(c * 100 + oc + h + w + stride)
+    return relay.parse(text), {"w": rng.integers(-128, 128, (oc, c, 3, 3)).astype("int8")}
+
+
 def only_task(mod, params, target=None):
     """The one kernel task of a one-kernel model."""
     tasks = extract_tasks(mod, params, target)
