@@ -317,7 +317,7 @@ def _gemv_space(anchor: Tensor, rows: int, cols: int, k_len: int, target: Target
             choices = [v for v in (1, 2, 4, 8) if v <= col_vectors]
             pairs.append(_knob("columns", choices, gemv_column_vectors(cols, lanes)))
         pairs.append(
-            _knob("tile", [t for t in (1, 2, 4, 8, 16) if t <= cols], gemv_tile(rows, cols))
+            _knob("tile", [t for t in (1, 2, 4, 8, 16) if t <= cols], gemv_tile(rows, cols, target))
         )
     if target.num_threads > 1:
         width = split_width(k_len, lanes)
