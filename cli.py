@@ -359,7 +359,7 @@ def _tune_with(
         print("the cost model and search are missing: proposing random configs", file=sys.stderr)
     options = MeasureOptions(
         number=args.number, repeat=args.repeat, min_repeat_ms=args.min_repeat_ms,
-        timeout=args.timeout, clock=args.clock,
+        warmup_ms=args.warmup_ms, timeout=args.timeout, clock=args.clock,
     )  # fmt: skip
     summary = tune(
         tasks, args.log, args.trials, model=args.model, batch=args.batch, options=options,
@@ -810,6 +810,10 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--min-repeat-ms", type=float, default=0.0, metavar="MS",
         help="grow --number until a round takes this long",
+    )  # fmt: skip
+    tune.add_argument(
+        "--warmup-ms", type=float, default=10.0, metavar="MS",
+        help="untimed calls for this long before the timing rounds (at least one)",
     )  # fmt: skip
     tune.add_argument(
         "--timeout", type=float, default=60.0, metavar="S",

@@ -10,10 +10,11 @@ over its stdin/stdout). The worker compiles the task's kernel as a one-kernel gr
 (`compile_plan` with the config: the weights folded exactly as the model's build folds
 them), runs it once on seeded random inputs and compares the outputs with the interpreter
 running the fused Relay function (the numpy oracle; one reference per task, kept by the
-worker), then times `repeat` rounds of `number` calls each (`number` grows until a round
-takes `min_repeat_ms`; `flush_cache` overwrites a buffer larger than the last-level cache
-before each round). The costs are seconds per call, one per round; the times include
-`CompiledModel.run`'s call overhead (~10 us), the same for every config.
+worker), then runs it untimed for `warmup_ms` and times `repeat` rounds of `number` calls
+each (`number` grows until a round takes `min_repeat_ms`; `flush_cache` overwrites a buffer
+larger than the last-level cache before each round). The costs are seconds per call, one
+per round; the times include `CompiledModel.run`'s call overhead (~10 us), the same for
+every config.
 
 A config that fails is a result with `error` set and no cost: `build` (lowering or code
 generation raised), `wrong` (outputs differ from the interpreter), `crash` (the worker
@@ -64,7 +65,9 @@ from .task import Task
 @frozen
 class MeasureOptions:
     """How candidates are timed: `repeat` rounds of `number` calls (at least `min_repeat_ms`
-    per round), `timeout` seconds per config (build, check and timing), `check` against
+    per round) after untimed calls for `warmup_ms` (at least one: a worker that sat idle
+    while the tuner searched ran its first calls up to 2x slower, in-process after a 2 s
+    sleep), `timeout` seconds per config (build, check and timing), `check` against
     the interpreter, `flush_cache` before each round; `clock` is `wall` (elapsed time) or
     `cpu` (the worker's CPU time: for a one-thread kernel, time that other processes on a
     shared machine do not inflate; for a parallel one, the work of all its threads)."""
@@ -72,6 +75,7 @@ class MeasureOptions:
     number: int = 3
     repeat: int = 3
     min_repeat_ms: float = 0.0
+    warmup_ms: float = 10.0
     timeout: float = 60.0
     check: bool = True
     flush_cache: bool = False
@@ -248,6 +252,11 @@ def _time_model(model: Any, args: Sequence[np.ndarray], opts: MeasureOptions) ->
     clock = CLOCKS[opts.clock]
     number = max(1, opts.number)
     flush = np.zeros(64 * 1024 * 1024 // 8) if opts.flush_cache else None
+    warm_until = time.perf_counter() + opts.warmup_ms / 1000
+    while True:
+        model.run(*args)
+        if time.perf_counter() >= warm_until:
+            break
     if opts.min_repeat_ms > 0:
         while True:
             start = clock()

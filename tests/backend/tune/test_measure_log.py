@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 import numpy as np
 import relay
@@ -154,3 +155,27 @@ def test_tune_resumes_from_its_log(tmp_path):
     configs = [task.space.normalize(Config.from_json(r["config"])) for r in records]
     assert len(configs) == 5 and len(set(configs)) == 5  # nothing measured twice
     assert second.best[task.key][1] == min(r["cost"] for r in records if r["error"] is None)
+
+
+class _CountingModel:
+    """A stand-in for a compiled model: each call takes `seconds` and is counted."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.calls = 0
+
+    def run(self, *args):
+        self.calls += 1
+        time.sleep(self.seconds)
+
+
+def test_timing_runs_untimed_calls_for_the_warmup_first():
+    from relay.backend.tune.measure import _time_model
+
+    model = _CountingModel(0.002)
+    costs = _time_model(model, [], MeasureOptions(number=2, repeat=3, warmup_ms=30.0))
+    assert len(costs) == 3 and all(c >= 0.002 for c in costs)
+    assert model.calls >= 3 * 2 + 10  # >= 30 ms of 2 ms calls before the 6 timed ones
+    model = _CountingModel(0.0)
+    _time_model(model, [], MeasureOptions(number=1, repeat=1, warmup_ms=0.0))
+    assert model.calls == 2  # a zero warm-up is still one call
