@@ -5,6 +5,7 @@ works); small builds and `$RELAY_COMPILE_JOBS=1` stay in-process."""
 
 import os
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -54,12 +55,19 @@ def _build(params: bool):
     return model, inputs
 
 
-@pytest.fixture
-def parallel_always(monkeypatch):
-    """Every build with more than one kernel compiles in two workers."""
+@pytest.fixture(params=["forked", "spawned"])
+def parallel_always(monkeypatch, request):
+    """Every build with more than one kernel compiles in two workers, forked from this
+    process or started as new interpreters (the test process has other threads, which
+    would otherwise always choose the latter)."""
     monkeypatch.delenv(compile_jobs.JOBS_ENV, raising=False)
     monkeypatch.setattr(compile_jobs, "PARALLEL_MIN_SIZE", 0)
     monkeypatch.setattr(compile_jobs, "available_cpus", lambda: 2)
+    forked = request.param == "forked"
+    monkeypatch.setattr(compile_jobs, "fork_is_safe", lambda: forked)
+    compile_jobs.stop_workers()
+    yield request.param
+    compile_jobs.stop_workers()
 
 
 def _copy_kernel(name: str, n: int = 16, alias: bool = False) -> PrimFunc:
@@ -139,7 +147,10 @@ class _ExitWhenUnpickled:
         return (os._exit, (3,))
 
 
-def test_a_worker_that_dies_is_an_error_and_the_next_build_works():
+@pytest.mark.parametrize("forked", [True, False])
+def test_a_worker_that_dies_is_an_error_and_the_next_build_works(monkeypatch, forked):
+    monkeypatch.setattr(compile_jobs, "fork_is_safe", lambda: forked)
+    compile_jobs.stop_workers()
     doomed = _copy_kernel("doomed")
     doomed = PrimFunc(doomed.name, doomed.params, doomed.body, {"x": _ExitWhenUnpickled()})
     funcs = [_copy_kernel("a"), doomed, _copy_kernel("b")]
@@ -318,3 +329,30 @@ def test_a_stream_left_unfinished_stops_its_workers_and_the_next_build_works(par
     assert "tir+opt" in model.stats.seconds
     expected = relay.interpret(relay.parse(CONVNET), **_values())
     np.testing.assert_allclose(model.run(**inputs), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_workers_fork_only_without_other_python_threads():
+    assert compile_jobs.fork_is_safe() == (threading.active_count() == 1)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not compile_jobs.fork_is_safe()
+    finally:
+        release.set()
+        other.join()
+
+
+def test_forked_workers_hold_no_other_worker_open(monkeypatch):
+    # each forked worker closes the pipes it inherited, so closing a worker's input ends
+    # it (exit code 0), even while a younger worker (forked after it) still runs
+    monkeypatch.setattr(compile_jobs, "fork_is_safe", lambda: True)
+    compile_jobs.stop_workers()
+    assert compile_jobs.start_workers(2) == 2
+    workers = list(compile_jobs._current.workers)
+    assert all(isinstance(w.process, compile_jobs._Forked) for w in workers)
+    first = workers[0].process
+    first.stdin.close()
+    assert first.wait(timeout=10) == 0
+    compile_jobs.stop_workers()
+    assert workers[1].process.returncode == 0
