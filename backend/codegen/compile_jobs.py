@@ -444,9 +444,9 @@ def fork_is_safe() -> bool:
 class _Forked:
     """A worker forked from this process: it has every module this process imported, so it
     starts at once. Only forked when `fork_is_safe`; it closes every inherited descriptor
-    but its two pipes and stderr, and leaves through
-    `os._exit` (no `atexit` handler, no buffered output of this process flushed twice).
-    Offers the part of `subprocess.Popen` that `_Worker` uses."""
+    but its two pipes and stderr, and leaves through `os._exit` (no `atexit` handler, no
+    buffered output of this process flushed twice). Offers the part of `subprocess.Popen`
+    that `_Worker` uses."""
 
     def __init__(self) -> None:
         for stream in (sys.stdout, sys.stderr):

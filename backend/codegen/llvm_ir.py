@@ -9,7 +9,8 @@ recurse in Python. Values of loop-IR variables live in `KernelEmitter.vars`.
 Accepted input is the output of `tir.transform.lower_pipeline`: flat (or multi-dimensional,
 flattened here row-major) accesses, `Ramp`/`Broadcast` vectors, `For` loops (SERIAL and
 PARALLEL; VECTORIZED runs as SERIAL, left to LLVM's vectorizer; UNROLLED runs as SERIAL
-with `llvm.loop.unroll.full` on its latch, so LLVM unrolls it completely), `Allocate` with
+with `llvm.loop.unroll.full` on its latch, so LLVM unrolls it completely; a loop annotated
+`pragma_no_unroll` gets `llvm.loop.unroll.disable`, so LLVM leaves it a loop), `Allocate` with
 a constant size, `LetStmt`/`Let`, `IfThenElse`, `Select`, casts and every intrinsic of
 `tir.op`.
 
@@ -97,12 +98,13 @@ class KernelEmitter:
         slot.align = align
         return slot
 
-    def unroll_full_id(self) -> ir.MDValue:
-        """A new loop ID (`!n = !{!n, !{"llvm.loop.unroll.full"}}`) asking LLVM to unroll
-        the loop whose latch carries it completely."""
-        full = self.module.add_metadata([ir.MetaDataString(self.module, "llvm.loop.unroll.full")])
-        loop_id = ir.values.MDValue(self.module, [full], name=str(len(self.module.metadata)))
-        loop_id.operands = (loop_id, full)  # a loop ID refers to itself (never hashed)
+    def loop_id(self, unroll: str) -> ir.MDValue:
+        """A new loop ID (`!n = !{!n, !{"llvm.loop.unroll.<unroll>"}}`) for the latch of a
+        loop LLVM must unroll completely (`full`) or not at all (`disable`)."""
+        hint = ir.MetaDataString(self.module, f"llvm.loop.unroll.{unroll}")
+        node = self.module.add_metadata([hint])
+        loop_id = ir.values.MDValue(self.module, [node], name=str(len(self.module.metadata)))
+        loop_id.operands = (loop_id, node)  # a loop ID refers to itself (never hashed)
         return loop_id
 
     def block(self, name: str) -> ir.Block:
@@ -372,13 +374,22 @@ class KernelEmitter:
             yield emit_parallel_for(self, s, lo, ext)
             return
         end = self.builder.add(lo, ext, flags=("nsw",))
-        yield self.loop(s.loop_var, lo, end, s.body, unroll=s.kind is ts.ForKind.UNROLLED)
+        unroll: bool | None = s.kind is ts.ForKind.UNROLLED
+        if not unroll and s.annotations.get("pragma_no_unroll"):
+            unroll = None
+        yield self.loop(s.loop_var, lo, end, s.body, unroll=unroll)
 
     def loop(
-        self, var: tx.Var, begin: ir.Value, end: ir.Value, body: ts.Stmt, unroll: bool = False
+        self,
+        var: tx.Var,
+        begin: ir.Value,
+        end: ir.Value,
+        body: ts.Stmt,
+        unroll: bool | None = False,
     ) -> Step:
-        """`for var in [begin, end): body` as a rotated loop (guard, body, latch); with
-        `unroll`, marked for LLVM to unroll completely (`llvm.loop.unroll.full`)."""
+        """`for var in [begin, end): body` as a rotated loop (guard, body, latch); `unroll`
+        True marks it for LLVM to unroll completely (`llvm.loop.unroll.full`), None forbids
+        LLVM to unroll it (`llvm.loop.unroll.disable`), False leaves it to LLVM."""
         b = self.builder
         name = var.name or "i"
         body_bb, exit_bb = self.block(f"{name}.body"), self.block(f"{name}.end")
@@ -396,8 +407,8 @@ class KernelEmitter:
             self.unbind(var, old)
         nxt = b.add(phi, ir.Constant(begin.type, 1), name=f"{name}.next", flags=("nsw",))
         latch = b.cbranch(b.icmp_signed("<", nxt, end), body_bb, exit_bb)
-        if unroll:
-            latch.set_metadata("llvm.loop", self.unroll_full_id())
+        if unroll is not False:
+            latch.set_metadata("llvm.loop", self.loop_id("full" if unroll else "disable"))
         phi.add_incoming(nxt, b.block)
         b.position_at_end(exit_bb)
 

@@ -211,7 +211,8 @@ class _Lowering:
 
     def _loop(self, stage: Stage, leaf: IterVar, var: Var, ext: PrimExpr, body: Stmt) -> Stmt:
         kind = stage.annotations.get(leaf, ForKind.SERIAL)
-        return For(var, const(0), ext, kind, body)
+        pragmas = {f"pragma_{key}": True for key in stage.pragmas.get(leaf, ())}
+        return For(var, const(0), ext, kind, body, pragmas)
 
     def _check_leaves(self, stage: Stage, sb: StageBound) -> None:
         leaves = stage.leaf_iter_vars

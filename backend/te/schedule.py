@@ -97,6 +97,13 @@ _ANNOTATIONS = {
 }
 
 
+PRAGMAS = {
+    "no_unroll": "LLVM keeps the loop a loop (`llvm.loop.unroll.disable`): for small serial "
+    "loops whose unrolled copies cost compile time and buy no speed",
+}
+"""The keys of `Stage.pragma` and what each asks of code generation."""
+
+
 class Stage:
     """The loop nest of one operation: its iteration variables (`all_iter_vars`, the current
     loops `leaf_iter_vars` outermost first), the relations between them, loop annotations and
@@ -109,6 +116,7 @@ class Stage:
         self.name = name
         self.relations: list[Relation] = []
         self.annotations: dict[IterVar, ForKind] = {}
+        self.pragmas: dict[IterVar, tuple[str, ...]] = {}
         self.attach_kind = AttachKind.ROOT
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
@@ -128,6 +136,7 @@ class Stage:
         self._by_name.clear()
         self.relations.clear()
         self.annotations.clear()
+        self.pragmas.clear()
         for iv in roots:
             self._register(iv, iv.var.name)
             self.leaf_iter_vars.append(iv)
@@ -332,6 +341,17 @@ class Stage:
     def parallel(self, iv: IterVar | str) -> None:
         """Split loop `iv`'s iterations across the thread pool."""
         self._annotate("parallel", iv)
+
+    def pragma(self, iv: IterVar | str, key: str) -> None:
+        """Attach a code-generation hint `key` (one of `PRAGMAS`) to loop `iv`; the loop of
+        the lowered nest carries it as the annotation `pragma_<key>`."""
+        self._check_loops("pragma")
+        leaf = self._resolve(iv, "pragma")
+        if key not in PRAGMAS:
+            raise ScheduleError(f"pragma: unknown key {key!r} (known: {', '.join(PRAGMAS)})")
+        if key not in self.pragmas.get(leaf, ()):
+            self.pragmas[leaf] = (*self.pragmas.get(leaf, ()), key)
+        self._record("pragma", self._names[leaf], key)
 
     def tensorize(self, iv: IterVar | str, intrinsic: Any) -> None:
         """Replace the loops from `iv` inward by `intrinsic` (a declared

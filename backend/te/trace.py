@@ -46,6 +46,7 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], frozenset[str] | None]] = {
     "vectorize": (("name", "name"), frozenset()),
     "unroll": (("name", "name"), frozenset()),
     "parallel": (("name", "name"), frozenset()),
+    "pragma": (("name", "name", "name"), frozenset()),
     "compute_at": (("name", "name", "name"), frozenset()),
     "compute_inline": (("name",), frozenset()),
     "compute_root": (("name",), frozenset()),
@@ -258,6 +259,8 @@ def apply_step(step: ScheduleStep, schedule: Schedule) -> None:
         stage.reorder(*(stage.iv(n) for n in rest))  # type: ignore[arg-type]
     elif p in ("vectorize", "unroll", "parallel"):
         getattr(stage, p)(stage.iv(rest[0]))  # type: ignore[arg-type]
+    elif p == "pragma":
+        stage.pragma(stage.iv(rest[0]), rest[1])  # type: ignore[arg-type]
     elif p == "compute_at":
         target = schedule[rest[0]]  # type: ignore[index]
         stage.compute_at(target, target.iv(rest[1]))  # type: ignore[arg-type]

@@ -5,7 +5,8 @@
         for j in vectorized(0, 8):
           C[i*8 + j] = A[i*8 + j] + B[i*8 + j]
 
-Loops print as `kind(min, extent)`. Parentheses appear only where precedence needs them. Integer
+Loops print as `kind(min, extent)`, followed by `# pragma_<key>` for each code-generation hint
+of `Stage.pragma` they carry. Parentheses appear only where precedence needs them. Integer
 `//` and `%` are floor division and modulo (as in Python), `truncdiv`/`truncmod` the truncating
 ones; `a / b` is true division of floats. Constants print bare when they are `int64`, `float32`
 or `bool`, and with a dtype suffix otherwise (`3i32`, `2u8`, `0.5f64`, `1.0f16`). Vectors print
@@ -240,7 +241,8 @@ def _shape_text(p: _ExprPrinter, buffer: Buffer) -> str:
 def _loop_header(p: _ExprPrinter, s: For) -> str:
     kind = "serial" if s.kind is ForKind.SERIAL else s.kind.value
     var = p.namer.var(s.loop_var)
-    return f"for {var} in {kind}({p.text(s.min)}, {p.text(s.extent)}):"
+    pragmas = "".join(f"  # {k}" for k in sorted(s.annotations) if k.startswith("pragma_"))
+    return f"for {var} in {kind}({p.text(s.min)}, {p.text(s.extent)}):{pragmas}"
 
 
 def _binding(p: _ExprPrinter, var: Var, value: PrimExpr) -> str:

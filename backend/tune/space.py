@@ -22,8 +22,9 @@ Templates with knobs:
   plane) and `owb`, the output columns (vector accumulators) per register block.
 - Winograd (`schedules.winograd`): the batched GEMM's register block `rows` x `vectors`,
   `k_inner` and `parallel_rows` (as dense's), the vector width along a row of tiles in the
-  input transform (`input_vector`) and the output transform (`output_vector`), and
-  whether the input transform runs parallel over channels (`input_parallel`). `unroll` is
+  input transform (`input_vector`) and the output transform (`output_vector`), whether
+  LLVM may unroll the output transform's loops (`output_unroll`), and whether the input
+  transform runs parallel over channels (`input_parallel`). `unroll` is
   left out (its off value only loses: the register block and the transforms' position
   selects need it), so is the tile size (an attribute of the operator, fixed with the
   transformed weight: another tile is another task).
@@ -395,6 +396,7 @@ def winograd_space(anchor: Tensor, target: Target) -> ConfigSpace:
     pairs += [
         _knob("input_vector", widths, defaults["input_vector"]),
         _knob("output_vector", widths, defaults["output_vector"]),
+        _knob("output_unroll", [True, False], defaults["output_unroll"]),
     ]
     if threads > 1:
         pairs.append(_knob("input_parallel", [True, False], defaults["input_parallel"]))

@@ -104,3 +104,12 @@ def test_a_tuned_config_is_a_replayable_trace():
     assert _lowered(again, fresh) == _lowered(s, graph)
     plain = lower_to_te(task.fn)
     assert _lowered(schedule_outputs(plain.outputs, TWO)[0], plain) != _lowered(s, graph)
+
+
+@pytest.mark.parametrize(("width", "rolled"), [(9, False), (62, True)])
+def test_long_rows_keep_the_output_transform_loops_rolled(width, rolled):
+    # 9 columns: 3 tiles of 4 a row, LLVM unrolls the output transform; 62: 16 tiles, it
+    # may not (`pragma no_unroll` on Z's and O's loops over tiles and rows)
+    task = only_task(*winograd_model(3, 5, 6, width, 4), target=TWO)
+    assert task.space.default().get("output_unroll") is not rolled
+    assert ("# pragma_no_unroll" in astext(task.lower(None))) is rolled
