@@ -86,6 +86,10 @@ _CHILDREN: dict[type, Callable[[Expr], tuple[Expr, ...]]] = {
     RefWrite: lambda e: (e.ref, e.value),  # type: ignore[attr-defined]
 }
 
+LEAF_CLASSES = frozenset(cls for cls, kids in _CHILDREN.items() if kids is _LEAF)
+"""The node classes without children (variables, globals, constants, operators,
+constructors), for walks that test a node's exact class."""
+
 
 def _same(new: Sequence[Expr], old: Sequence[Expr]) -> bool:
     """Whether `new` holds exactly the objects of `old`, in order."""

@@ -29,10 +29,10 @@ from __future__ import annotations
 from attrs import frozen
 
 from ..lang.adt import Constructor
-from ..lang.expr import Call, Constant, Expr, Function, GlobalVar, Let, Match, RefWrite, Var
+from ..lang.expr import Call, Expr, Function, Let, Match, RefWrite, Var
 from ..lang.module import IRModule
 from ..lang.op import Op
-from ..lang.traversal import ExprMutator, children, post_order
+from ..lang.traversal import LEAF_CLASSES, ExprMutator, children, post_order
 from .context import PassContext
 from .pass_base import function_pass
 
@@ -56,10 +56,6 @@ def operands(node: Expr) -> tuple[Expr, ...]:
     return children(node)
 
 
-_LEAVES = frozenset({Var, GlobalVar, Constant, Op, Constructor})
-"""Node classes without children (pure, no operands)."""
-
-
 def _locally_pure(node: Expr) -> bool:
     if isinstance(node, RefWrite):
         return False
@@ -68,32 +64,18 @@ def _locally_pure(node: Expr) -> bool:
     return True
 
 
-def purity(root: Expr, nodes: list[Expr] | None = None) -> dict[int, bool]:
-    """Whether evaluating each node of `root` (by id) is free of side effects.
-
-    A function literal is pure (its body runs only when called). `nodes`, if given, is
-    `list(post_order(root))`.
-    """
-    pure: dict[int, bool] = {}
-    for node in post_order(root) if nodes is None else nodes:
-        if isinstance(node, Function):
-            pure[id(node)] = True
-        else:
-            pure[id(node)] = _locally_pure(node) and all(pure[id(k)] for k in operands(node))
-    return pure
-
-
 def dce_expr(expr: Expr, ignore_impurity: bool = False) -> Expr:
     """`expr` without its unused (pure, unless `ignore_impurity`) let bindings."""
     nodes = list(post_order(expr))
     lets = [n for n in nodes if type(n) is Let]
     if not lets:
         return expr
-    # purity (as `purity` computes it) and use counts, in one loop
+    # in one loop: whether evaluating each node is free of side effects (a function
+    # literal is: its body runs only when called), and how often each node is used
     pure: dict[int, bool] = {}
     count: dict[int, int] = {}
     get = count.get
-    leaves = _LEAVES
+    leaves = LEAF_CLASSES
     for node in nodes:
         cls = type(node)
         if cls in leaves:

@@ -61,7 +61,7 @@ from ..lang.expr import (
 from ..lang.freevars import distinct_binders
 from ..lang.module import IRModule
 from ..lang.op import Op
-from ..lang.traversal import children, post_order, with_children
+from ..lang.traversal import LEAF_CLASSES, children, post_order, with_children
 from ..lang.types import FuncType, RefType, TupleType, Type, TypeCall, TypeVar
 from .context import PassContext
 from .pass_base import NoOptions, function_pass
@@ -79,15 +79,12 @@ def _locally_pure(node: Expr) -> bool:
     return isinstance(node, (*_ATOMS, Tuple, TupleGetItem, Function, If, Let, Match))
 
 
-_LEAVES = frozenset({Var, GlobalVar, Constant, Op, Constructor})
-
-
 def pure_nodes(order: list[Expr]) -> set[int]:
     """The ids of the nodes of `order` (a post-order) whose evaluation has no effect (see
     the module docstring); a function literal is pure whatever its body does."""
     pure: set[int] = set()
     add, all_pure = pure.add, pure.issuperset
-    leaves = _LEAVES
+    leaves = LEAF_CLASSES
     for node in order:
         cls = type(node)
         if cls in leaves:
@@ -144,7 +141,7 @@ def _inlinable_lets(order: list[Expr]) -> dict[Var, Expr]:
     finished: set[int] = set()
     done = finished.add
     for node in order:
-        if type(node) in _LEAVES:  # no children
+        if type(node) in LEAF_CLASSES:  # no children
             done(id(node))
             continue
         for kid in children(node):
@@ -189,7 +186,7 @@ def to_graph_normal_form_expr(root: Expr) -> Expr:
     waiting: dict[int, list[Var]] = {}
     for var, value in target.items():
         waiting.setdefault(id(value), []).append(var)
-    leaves = _LEAVES
+    leaves = LEAF_CLASSES
     result: Expr
     for node in order:
         cls = type(node)

@@ -699,7 +699,7 @@ class Checker:
                 while index == boundaries[section] and section < len(sections):
                     where = sections[section][1]
                     section += 1
-            r = t if plain and type(t) is TensorType else full_resolve(t)
+            r = resolve(t)
             if type(r) is not TensorType:
                 if type(e) is Op:
                     continue

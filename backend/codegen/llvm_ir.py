@@ -374,9 +374,11 @@ class KernelEmitter:
             yield emit_parallel_for(self, s, lo, ext)
             return
         end = self.builder.add(lo, ext, flags=("nsw",))
-        unroll: bool | None = s.kind is ts.ForKind.UNROLLED
-        if not unroll and s.annotations.get("pragma_no_unroll"):
-            unroll = None
+        unroll = None
+        if s.kind is ts.ForKind.UNROLLED:
+            unroll = "full"
+        elif s.annotations.get("pragma_no_unroll"):
+            unroll = "disable"
         yield self.loop(s.loop_var, lo, end, s.body, unroll=unroll)
 
     def loop(
@@ -385,11 +387,11 @@ class KernelEmitter:
         begin: ir.Value,
         end: ir.Value,
         body: ts.Stmt,
-        unroll: bool | None = False,
+        unroll: str | None = None,
     ) -> Step:
         """`for var in [begin, end): body` as a rotated loop (guard, body, latch); `unroll`
-        True marks it for LLVM to unroll completely (`llvm.loop.unroll.full`), None forbids
-        LLVM to unroll it (`llvm.loop.unroll.disable`), False leaves it to LLVM."""
+        `"full"` marks it for LLVM to unroll completely (`llvm.loop.unroll.full`),
+        `"disable"` forbids LLVM to unroll it, None leaves it to LLVM."""
         b = self.builder
         name = var.name or "i"
         body_bb, exit_bb = self.block(f"{name}.body"), self.block(f"{name}.end")
@@ -407,8 +409,8 @@ class KernelEmitter:
             self.unbind(var, old)
         nxt = b.add(phi, ir.Constant(begin.type, 1), name=f"{name}.next", flags=("nsw",))
         latch = b.cbranch(b.icmp_signed("<", nxt, end), body_bb, exit_bb)
-        if unroll is not False:
-            latch.set_metadata("llvm.loop", self.loop_id("full" if unroll else "disable"))
+        if unroll is not None:
+            latch.set_metadata("llvm.loop", self.loop_id(unroll))
         phi.add_incoming(nxt, b.block)
         b.position_at_end(exit_bb)
 

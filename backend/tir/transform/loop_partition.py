@@ -30,6 +30,7 @@ from ..expr import GE, GT, LE, LT, And, Call, IntImm, PrimExpr, Range, Sub, Var
 from ..stmt import For, PrimFunc, Stmt
 from ..visitor import (
     StmtMutator,
+    VarSets,
     fresh_binders,
     make_seq,
     memoized_fold,
@@ -72,7 +73,7 @@ class _Guards:
     def __init__(self) -> None:
         # id(node) -> (node, its guard calls): the node is kept so that its id stays its own
         self.memo: dict[int, tuple[Any, tuple[Call, ...]]] = {}
-        self.vars: dict[int, tuple[PrimExpr, frozenset[int]]] = {}
+        self.vars = VarSets()
 
     def calls(self, root: Any) -> tuple[Call, ...]:
         """The guard calls under `root`, each object once, in pre-order of first occurrence
@@ -81,16 +82,8 @@ class _Guards:
 
     def mentioning(self, body: Stmt, var: Var) -> list[PrimExpr]:
         """The conditions of the guard calls in `body` that mention `var`."""
-        out = []
-        for call in self.calls(body):
-            cond = call.args[0]
-            got = self.vars.get(id(cond))
-            if got is None or got[0] is not cond:
-                ids = frozenset(id(n) for n in sub_expressions(cond) if isinstance(n, Var))
-                got = self.vars[id(cond)] = (cond, ids)
-            if id(var) in got[1]:
-                out.append(cond)
-        return out
+        conds = (call.args[0] for call in self.calls(body))
+        return [cond for cond in conds if var in self.vars.of(cond)]
 
 
 def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
