@@ -51,7 +51,7 @@ from ..tir.buffer import decl_buffer
 from ..tir.expr import Reduce, const
 from ..tir.stmt import PrimFunc
 from ..tir.visitor import children as tir_children
-from .computes import apply_compute, has_compute
+from .computes import apply_compute, has_compute, lowering_for
 from .fold_constants import FoldedStage, fold_constant_stages
 from .parallel_plan import plan_function
 from .schedules import is_injective_tag, stage_order
@@ -212,11 +212,21 @@ def lower_to_te(
     func: Function,
     types: ModuleTypes | FuncType | Sequence[Any] | None = None,
     symbolic: bool = False,
+    target: Target | None = None,
 ) -> TEGraph:
     """The tensor expressions of a Primitive function (see the module docstring).
     `types` is the module's type table, the function's type, `(param_types, result_type)`,
     or None (the parameters' annotations are used). With `symbolic`, dimensions may be
-    `ShapeVar`s (a dynamic-shape kernel: `backend.lower.dynamic`)."""
+    `ShapeVar`s (a dynamic-shape kernel: `backend.lower.dynamic`). `target` (None: the
+    host) is the one the kernel is for: definitions may pad their own stages to its vectors
+    (`computes.lowering_for`)."""
+    with lowering_for(target):
+        return _lower_to_te(func, types, symbolic)
+
+
+def _lower_to_te(
+    func: Function, types: ModuleTypes | FuncType | Sequence[Any] | None, symbolic: bool
+) -> TEGraph:
     table = _function_types(func, types)
     params: list[Tensor] = []
     param_types: list[TensorType] = []
@@ -520,7 +530,7 @@ def lower_primitive(
     anything else this lowering cannot compile."""
     from ..te.lower import lower as te_lower
 
-    graph = lower_to_te(func, types, symbolic)
+    graph = lower_to_te(func, types, symbolic, target)
     s, anchor = schedule_outputs(graph.outputs, target, config)
     folding = None
     if constant_params is not None:

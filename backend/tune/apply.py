@@ -55,7 +55,7 @@ class BestConfigs:
             return None
         stored = Config.from_json(record["config"])
         try:
-            space = space_for(lower_to_te(fn).outputs, self.target)
+            space = space_for(lower_to_te(fn, target=self.target).outputs, self.target)
         except LoweringError:
             return None
         config = space.normalize(stored)

@@ -52,7 +52,7 @@ def digest_of_key(key: str) -> str:
 def task_key(fn: Function, constant_params: Collection[int] | None, target: Target) -> str:
     """The key of the task of kernel `fn` (module docstring)."""
     digest = task_digest(fn, constant_params, target)
-    graph = lower_to_te(fn)
+    graph = lower_to_te(fn, target=target)
     _, _, op_name = anchor_of(graph.outputs)
     shape = "x".join(str(int(getattr(d, "value", 0))) for d in graph.outputs[0].shape)
     return f"{op_name}[{shape}]-{digest}"
@@ -88,7 +88,7 @@ class Task:
         """Floating-point (or integer) operations of one call of the kernel."""
         if self._flops >= 0:
             return float(self._flops)
-        return float(kernel_flops(lower_to_te(self.fn)))
+        return float(kernel_flops(lower_to_te(self.fn, target=self.target)))
 
     def describe(self) -> str:
         """One line: key, weight, space size."""
@@ -99,7 +99,7 @@ def make_task(
     fn: Function, target: Target, constant_params: Collection[int] | None = None, weight: int = 1
 ) -> Task:
     """The task of one Primitive function `fn` (a `LoweringError` when it cannot be compiled)."""
-    graph = lower_to_te(fn)
+    graph = lower_to_te(fn, target=target)
     _, _, op_name = anchor_of(graph.outputs)
     folded = tuple(sorted(constant_params)) if constant_params is not None else None
     return Task(

@@ -14,11 +14,17 @@ Each family module (elementwise, nn, conv, ...) fills a table of its own; `COMPU
 the families listed at the bottom (an `OpTable` keyed by the `Op` object, so a missing one
 is a `MissingFacetError`). `apply_compute` runs a definition and records which operator made
 each stage (`made_by`): the schedule of a kernel is chosen by operator, not by tag.
+
+Definitions are target-independent in what they compute. One may pad a layout of its own
+stages so that whole vectors of the target cover it (`vector_lanes`: the target the lowering
+runs for, `lowering_for`); the results never depend on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TypeAlias
 from weakref import WeakKeyDictionary
 
@@ -26,10 +32,31 @@ from ....lang.attrs import Attrs
 from ....lang.op import Op
 from ....lang.optable import OpTable
 from ....lang.types import Type
+from ...target import Target
 from ...te.tensor import Operation, Tensor
 
 ComputeFn: TypeAlias = Callable[[Attrs | None, list[Tensor], Type], list[Tensor]]
 """The signature of a compute definition."""
+
+
+_LOWERING_TARGET: ContextVar[Target | None] = ContextVar("lowering_target", default=None)
+
+
+@contextmanager
+def lowering_for(target: Target | None) -> Iterator[None]:
+    """Compute definitions applied inside see `target` through `vector_lanes` (None: the
+    host)."""
+    token = _LOWERING_TARGET.set(target)
+    try:
+        yield
+    finally:
+        _LOWERING_TARGET.reset(token)
+
+
+def vector_lanes(dtype: str) -> int:
+    """Elements of `dtype` in a vector register of the target being lowered for
+    (`lowering_for`; the host outside one)."""
+    return (_LOWERING_TARGET.get() or Target.host()).lanes(dtype)
 
 
 def compute_for(op: Op) -> ComputeFn:

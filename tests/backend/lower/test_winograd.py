@@ -5,11 +5,15 @@ stride-1 3x3 layers and on shapes no tile divides."""
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import pytest
-from relay.backend.lower.computes.winograd import TILE_BLOCK, WINOGRAD_RTOL, tile_grid
+from relay.backend.lower.computes import lowering_for
+from relay.backend.lower.computes.winograd import WINOGRAD_RTOL, tile_grid
 from relay.backend.lower.lower_func import schedule_outputs
+from relay.backend.lower.schedules import stage_order
 from relay.backend.runtime.op_impls import implementation_for
+from relay.backend.target import Target
 from relay.backend.te import lower, placeholder
 from relay.backend.tir.expr import Ramp, Select
 from relay.backend.tir.stmt import BufferStore
@@ -139,11 +143,32 @@ def test_resnet18_layers_match_direct_convolution(c, h, tile):
 
 @pytest.mark.parametrize(("batch", "oh", "ow", "tile"), [(1, 28, 28, 4), (1, 7, 7, 2), (2, 5, 9, 4),
                                                          (3, 3, 3, 4), (1, 56, 56, 4)])  # fmt: skip
-def test_tile_grid_makes_whole_vectors(batch, oh, ow, tile):
-    th, tw, tw_p, rows = tile_grid(batch, oh, ow, tile)
+@pytest.mark.parametrize("block", [4, 8, 16])
+def test_tile_grid_makes_whole_vectors(batch, oh, ow, tile, block):
+    th, tw, tw_p, rows = tile_grid(batch, oh, ow, tile, block)
     assert (th - 1) * tile < oh <= th * tile and (tw - 1) * tile < ow <= tw * tile
     assert tw <= tw_p and (tw_p % 4 == 0 or tw < 3)
-    assert batch * th <= rows and rows * tw_p % TILE_BLOCK == 0
+    assert batch * th <= rows and rows * tw_p % block == 0
+    assert (rows - 1) * tw_p % block != 0 or rows == batch * th  # no more rows than needed
+
+
+def test_tile_padding_follows_the_target_vector():
+    """A 28x28 F(4x4) layer has 7 x 7 tiles in rows of 8: 56 tiles make whole 8-float
+    vectors (AVX2), 64 whole 16-float ones (AVX-512)."""
+    xt = placeholder((1, 8, 28, 28), "float32", "x")
+    ut = placeholder((6, 6, 8, 8), "float32", "u")
+    for bits, tiles in ((256, 56), (512, 64)):
+        with lowering_for(attrs.evolve(Target.host(), vector_bits=bits)):
+            out, _ = apply_compute(
+                WINOGRAD,
+                [xt, ut],
+                tile_size=4,
+                padding=[1, 1, 1, 1],
+                channels=8,
+                kernel_size=[3, 3],
+            )
+        gemm = next(op for op in stage_order([out]) if op.name == "winograd_gemm")
+        assert int(gemm.output(0).shape[-1].value) == tiles
 
 
 def _lowered_stores(c, h, tile):
