@@ -31,8 +31,14 @@ Templates with knobs:
 - int8 dense and conv2d (the tensorized nests of `schedules.int8`): the register tile,
   `rows` x `vectors` (dense), `channels` x `vectors` of columns (the conv's column form,
   stride 1 along the width) or `columns` x `vectors` of channels (its channel form).
-Every other kernel (int8 depthwise, NCHW depthwise, pools, ...) has a space of one point:
-no knobs, the default schedule.
+- softmax and log-softmax (`schedules.softmax`): `row_block` (rows whose stages are
+  computed together: 1, 2, 4 or 8) and `interleave` (machine vectors per operation of the
+  exponentials: 1, 2 or 4); reductions and the normalizations scheduled as reductions
+  (layer, instance and group norm, ...: `schedules.reduce`): `row_block`. A block that
+  does not divide the rows, or a width that does not divide a row, is the same schedule
+  as 1; a kernel without row loops (a reduction to one value) is the same for every point.
+Every other kernel (int8 depthwise, NCHW depthwise, pools, injective kernels) has a space
+of one point: no knobs, the default schedule.
 """
 
 from __future__ import annotations
@@ -74,6 +80,8 @@ from ..lower.schedules.int8 import (
     conv2d_int8_tile,
     dense_int8_tile,
 )
+from ..lower.schedules.reduce import schedule_reduce
+from ..lower.schedules.softmax import EXP_INTERLEAVE, ROW_BLOCK, schedule_softmax
 from ..lower.schedules.winograd import (
     gemm_blocking,
     row_tiles,
@@ -403,12 +411,33 @@ def winograd_space(anchor: Tensor, target: Target) -> ConfigSpace:
     return _space(pairs)
 
 
+ROW_BLOCKS = (1, 2, 4, 8)
+"""The `row_block` values of the row-wise templates (softmax, reductions)."""
+
+
+def reduce_space(anchor: Tensor, target: Target) -> ConfigSpace:
+    """The knob of a reduction kernel's rows (module docstring)."""
+    return _space([_knob("row_block", ROW_BLOCKS, 1)])
+
+
+def softmax_space(anchor: Tensor, target: Target) -> ConfigSpace:
+    """The knobs of a softmax kernel's rows and exponentials (module docstring)."""
+    return _space(
+        [
+            _knob("row_block", ROW_BLOCKS, ROW_BLOCK),
+            _knob("interleave", (1, 2, 4), EXP_INTERLEAVE),
+        ]
+    )
+
+
 TEMPLATES = {
     schedule_dense: dense_space,
     schedule_conv2d_nchwc: nchwc_space,
     schedule_depthwise_nchwc: depthwise_nchwc_space,
     schedule_conv2d: conv2d_int8_space,
     schedule_winograd: winograd_space,
+    schedule_softmax: softmax_space,
+    schedule_reduce: reduce_space,
 }
 """Schedule functions with knobs, and the function giving a kernel's space."""
 
@@ -442,6 +471,8 @@ __all__ = [
     "dense_space",
     "depthwise_nchwc_space",
     "nchwc_space",
+    "reduce_space",
+    "softmax_space",
     "space_for",
     "winograd_space",
 ]

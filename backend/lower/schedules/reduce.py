@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from ....lang.optable import OpTable
@@ -250,9 +251,17 @@ def schedule_with_tail(
         s[out].parallel(wide[0] if wide else rows[0])
 
 
-def schedule_reduce(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
-    """Reductions (sum, mean, max, argmax, layer norm's statistics ...)."""
-    schedule_with_tail(s, outputs, anchor, target)
+def schedule_reduce(
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
+) -> None:
+    """Reductions (sum, mean, max, argmax, layer norm's statistics ...). `config`
+    (`backend.tune`) may set `row_block`, `schedule_with_tail`'s (default 1)."""
+    row_block = int((config or {}).get("row_block", 1))
+    schedule_with_tail(s, outputs, anchor, target, row_block=row_block)
 
 
 REDUCE: ScheduleRule = ScheduleRule(schedule_reduce, last_reduction)

@@ -26,6 +26,9 @@ output; the normalize stage is then computed inside the output's rows too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ....lang.optable import OpTable
 from ...target import Target
 from ...te.tensor import Tensor
@@ -33,15 +36,26 @@ from . import Schedule, ScheduleRule, last_stage
 from .reduce import schedule_with_tail
 
 
-def schedule_softmax(s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target) -> None:
-    """Softmax-like kernels: statistics per row, normalize vectorized (module docstring)."""
+def schedule_softmax(
+    s: Schedule,
+    outputs: list[Tensor],
+    anchor: Tensor,
+    target: Target,
+    config: Mapping[str, Any] | None = None,
+) -> None:
+    """Softmax-like kernels: statistics per row, normalize vectorized (module docstring).
+    `config` (`backend.tune`) may set `row_block` and `interleave` (defaults `ROW_BLOCK`,
+    `EXP_INTERLEAVE`)."""
     from .reduce import output_reading
 
+    knobs = config or {}
     out = output_reading(outputs, anchor)
     if anchor.op is out.op:
         # The normalize stage is the output: its statistics are the stages to attach.
         anchor = _first_statistic(anchor) or anchor
-    schedule_with_tail(s, outputs, anchor, target, row_block=ROW_BLOCK, interleave=EXP_INTERLEAVE)
+    row_block = int(knobs.get("row_block", ROW_BLOCK))
+    interleave = int(knobs.get("interleave", EXP_INTERLEAVE))
+    schedule_with_tail(s, outputs, anchor, target, row_block=row_block, interleave=interleave)
 
 
 ROW_BLOCK = 8

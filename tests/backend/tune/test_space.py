@@ -70,7 +70,7 @@ def test_default_config_gives_the_default_schedule_int8(model, names):
     assert "tensor.x86." in default  # the tensorized nest
 
 
-def test_kernels_without_a_template_have_one_point():
+def test_kernels_without_a_template_have_one_point():  # pools: no knobs yet
     mod = relay.parse(
         """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 3, 9, 9), float32]) { nn.max_pool2d(%x, pool_size=[3, 3]) }"""
@@ -201,5 +201,48 @@ def test_random_int8_dense_configs_agree_with_the_interpreter(m, n, k, pick):
 )
 def test_random_int8_conv_configs_agree_with_the_interpreter(c, oc, w, stride, pick):
     task = only_task(*int8_conv_model(c, oc, 7, w, stride), target=TWO_THREADS)
+    assert task.space.size > 1
+    _agrees_with_interpreter(task, task.space.config_at(pick % task.space.size))
+
+
+def _row_model(body: str, rows: int, cols: int):
+    """A one-kernel model of `body` over `%x: (rows, cols)` float32 (`%g`, `%b`: (cols,))."""
+    mod = relay.parse(
+        f"""#[version = "0.0.5"]
+def @main(%x: Tensor[({rows}, {cols}), float32], %g: Tensor[({cols}), float32],
+          %b: Tensor[({cols}), float32]) {{ {body} }}"""
+    )
+    return mod, {}
+
+
+SOFTMAX = "nn.softmax(%x, axis=-1)"
+LAYER_NORM = "nn.layer_norm(%x, %g, %b)"
+
+
+@pytest.mark.parametrize(
+    ("body", "names", "flip"),
+    [
+        (SOFTMAX, {"row_block", "interleave"}, {"interleave": 1}),
+        (LAYER_NORM, {"row_block"}, {"row_block": 4}),
+    ],
+)
+def test_default_config_gives_the_default_schedule_rows(body, names, flip):
+    task = only_task(*_row_model(body, 16, 64), target=TWO_THREADS)
+    assert {k.name for k in task.space.knobs} == names
+    default = astext(task.lower(task.space.default()))
+    assert default == astext(task.lower(None))
+    other = task.space.normalize(Config.from_json({**task.space.default().as_dict(), **flip}))
+    assert other is not None and astext(task.lower(other)) != default
+
+
+@settings(max_examples=8)
+@given(
+    body=st.sampled_from([SOFTMAX, LAYER_NORM, "nn.log_softmax(%x, axis=-1)"]),
+    rows=st.sampled_from([1, 6, 8, 12]),
+    cols=st.sampled_from([9, 16, 40]),
+    pick=st.integers(0, 10**9),
+)
+def test_random_row_configs_agree_with_the_interpreter(body, rows, cols, pick):
+    task = only_task(*_row_model(body, rows, cols), target=TWO_THREADS)
     assert task.space.size > 1
     _agrees_with_interpreter(task, task.space.config_at(pick % task.space.size))
