@@ -22,6 +22,13 @@ transforms: within 1e-5 (F(2,3)) and 1e-4 (F(4,3)) of the output's largest magni
 A constant weight is transformed in float32 (`transform_weight`, one matrix product): it
 differs from the interpreter's float64 transform by float32 rounding (~2e-7 of the
 largest transformed value), far inside those bounds.
+
+A transformed constant weight is also packed by blocks of `b` output channels, `(alpha,
+alpha, ceil(CO / b), CI, b)` (`semantics.pack_winograd_weight`; option `weight_block`, 6:
+the rows of the batched GEMM's default register block), so that a block of rows of U is
+one contiguous stream instead of `b` (ResNet-18's 256@14 and 512@7 layers, AVX2, 2
+threads: 14% faster; the model 3%). A GEMM that takes other rows reads it as correctly,
+and as fast (measured with the one-row GEMM of the 28x28 layers).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from ..backend.runtime.op_impls.conv import winograd_g
 from ..lang.expr import Call, Constant, Expr, Function
 from ..lang.module import IRModule
 from ..lang.op import get_op
+from ..lang.opdefs.semantics import pack_winograd_weight
 from ..lang.types import TensorType
 from .context import PassContext
 from .pass_base import PassError, function_pass
@@ -50,6 +58,10 @@ class WinogradOptions:
 
     constant_weights_only: bool = True
     """Rewrite only convolutions whose weight is a constant (transformed here, once)."""
+
+    weight_block: int = 6
+    """Output channels per block of a packed transformed constant weight (module
+    docstring); 0 leaves it unpacked."""
 
 
 def winograd_tile(channels: int, out_channels: int, height: int, width: int) -> int:
@@ -103,15 +115,20 @@ def transform_weight(weight: np.ndarray, tile: int) -> np.ndarray:
     return out
 
 
-def winograd_call(call: Call, tile: int, weight: Expr, out_channels: int) -> Call:
+def winograd_call(call: Call, tile: int, weight: Expr, out_channels: int, block: int = 0) -> Call:
     """`call` (an `nn.conv2d`) as a Winograd convolution with `tile`, reading the
-    transformed weight (transformed here when `weight` is a constant)."""
+    transformed weight (transformed here when `weight` is a constant, and packed by `block`
+    output channels when that is not 0)."""
     a = call.attrs
     assert a is not None
     transform = get_op("nn.contrib_conv2d_winograd_weight_transform")
     t_attrs = transform.make_attrs(tile_size=tile)
     if isinstance(weight, Constant):  # float32: `_eligible`
-        transformed: Expr = Constant(transform_weight(weight.data, tile))
+        u = transform_weight(weight.data, tile)
+        if block:
+            u = pack_winograd_weight(u, block)
+            u.setflags(write=False)
+        transformed: Expr = Constant(u)
     else:
         transformed = Call(transform, [weight], t_attrs)
     op = get_op("nn.contrib_conv2d_winograd_without_weight_transform")
@@ -148,7 +165,9 @@ def winograd_rule(options: WinogradOptions) -> Rule:
         _, c, h, w = (int(d) for d in data.shape)  # type: ignore[arg-type]
         k = int(weight.shape[0])  # type: ignore[arg-type]
         tile = forced if forced is not None else winograd_tile(c, k, h, w)
-        return winograd_call(call, tile, call.args[1], k) if tile else None
+        if not tile:
+            return None
+        return winograd_call(call, tile, call.args[1], k, options.weight_block)
 
     return Rule(is_op("nn.conv2d")(wildcard(), wildcard()).named("call"), rewrite, "winograd")
 

@@ -9,7 +9,7 @@ import pytest
 import relay
 from relay.backend.lower.computes.winograd import WINOGRAD_RTOL
 from relay.driver import bind_params, optimize
-from relay.lang.expr import Call
+from relay.lang.expr import Call, Constant
 from relay.lang.traversal import post_order
 from relay.passes import PassError, standard_pipeline, winograd_conv2d_pass
 from relay.passes.winograd_conv2d import winograd_tile
@@ -125,3 +125,39 @@ def test_folded_weight_is_the_float64_transform_to_float32_rounding(tile):
     assert got.shape == want.shape and got.dtype == np.float32
     assert not got.flags.writeable  # a constant keeps it without a copy
     np.testing.assert_allclose(got, want, rtol=0, atol=4e-7 * np.abs(want).max())
+
+
+def _winograd_weight(out):
+    (call,) = [n for n in post_order(out["main"]) if isinstance(n, Call) and n.op.name == WINOGRAD]
+    return call.args[1].data
+
+
+@pytest.mark.parametrize(
+    ("c", "k", "h", "block", "shape"),
+    [
+        (64, 64, 14, 6, (6, 6, 11, 64, 6)),
+        (48, 36, 7, 6, (4, 4, 6, 48, 6)),
+        (40, 40, 28, 4, (6, 6, 10, 40, 4)),
+        (64, 64, 14, 0, (6, 6, 64, 64)),
+    ],
+)
+def test_constant_weight_is_packed_by_output_channels(c, k, h, block, shape):
+    """The transformed weight is packed by `weight_block` output channels (rows past CO
+    zero); the packed program computes exactly what the unpacked one does."""
+    mod, x, params = model(c, k, h, h)
+    bound = bind_params(mod, params)
+    out = winograd_conv2d_pass.with_options(weight_block=block)(bound)
+    assert _winograd_weight(out).shape == shape
+    plain = winograd_conv2d_pass.with_options(weight_block=0)(bound)
+    np.testing.assert_array_equal(run(out, x), run(plain, x))
+    np.testing.assert_allclose(run(out, x), run(bound, x), rtol=1e-4, atol=1e-4)
+
+
+def test_build_packs_the_winograd_weight():
+    mod, x, params = model(64, 64, 14, 14)
+    optimized = optimize(bind_params(mod, params), 3).module
+    constants = [n.data.shape for n in post_order(optimized["main"]) if isinstance(n, Constant)]
+    assert (6, 6, 11, 64, 6) in constants  # fused: the packed weight is the kernel's argument
+    want = run(mod, x, params)
+    got = relay.build(mod, params=params, opt_level=3).run(x=x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=WINOGRAD_RTOL[4] * np.abs(want).max())

@@ -13,6 +13,7 @@ with the A and B matrices that match G (`winograd_matrices`):
     rows   T[e, j, c, q, t] = sum_i BT[e, i] D[i, j, c, q, t]
     cols   V[e, n, c, p]  = sum_j BT[n, j] T[e, j, c, p // TWP, p % TWP]  (V = BT d B)
     gemm   M[e, n, k, p]  = sum_c U[e, n, k, c] V[e, n, c, p]              (alpha^2 GEMMs)
+           (U packed by b output channels: U[e, n, k // b, c, k % b], one stream per block)
     rows   Z[k, i, n, p]  = sum_e AT[i, e] M[e, n, k, p]
     cols   O[k, q, i, x]  = sum_n AT[x % m, n] Z[k, i, n, q*TWP + x // m]  (O = AT M A)
     out    y[b, k, h, w]  = O[k, b*TH + h // m, h % m, w]                   (cropped)
@@ -183,8 +184,22 @@ def winograd_conv2d(attrs: Attrs | None, inputs: list[Tensor], out_type: Type) -
     data, u = inputs
     shape, od = tensor_type(out_type)
     if not winograd_applies(attrs, data, u, od):
+        if len(u.shape) == 5:
+            u = _unpacked(u, int(attrs.channels))
         return [_recover_and_convolve(attrs, data, u, shape, od)]
     return [winograd_nchw(attrs, data, u, shape, od)]
+
+
+def _unpacked(u: Tensor, channels: int) -> Tensor:
+    """The `(alpha, alpha, CO, CI)` weight of one packed by output-channel blocks
+    (`semantics.pack_winograd_weight`)."""
+    alpha, alpha2, _, ci, block = int_shape(u)
+    return compute(
+        (alpha, alpha2, channels, ci),
+        lambda e, n, k, c: u[e, n, k // block, c, k % block],
+        "winograd_weight_unpacked",
+        "injective",
+    )
 
 
 def tile_grid(batch: int, oh: int, ow: int, tile: int, block: int) -> tuple[int, int, int, int]:
@@ -208,7 +223,8 @@ def winograd_nchw(attrs: Attrs, data: Tensor, u: Tensor, shape: Sequence[int], o
     alpha = int_shape(u)[0]
     tile = int(attrs.tile_size)
     kernel = alpha - tile + 1
-    transposed = _transposed_weight(attrs, tuple(int_shape(u)), channels)
+    block = int_shape(u)[4] if len(u.shape) == 5 else 0  # packed by output channels
+    transposed = not block and _transposed_weight(attrs, tuple(int_shape(u)), channels)
     at, bt, _ = winograd_matrices(tile, kernel)
     (top, _), (left, _) = pad_pairs(attrs.padding, 2)
     th_n, _, tw_p, q_n = tile_grid(batch, oh, ow, tile, vector_lanes(od))
@@ -245,7 +261,10 @@ def winograd_nchw(attrs: Attrs, data: Tensor, u: Tensor, shape: Sequence[int], o
     rc = reduce_axis(channels, "rc")
 
     def gemm(e: PrimExpr, n: PrimExpr, k: PrimExpr, p: PrimExpr) -> PrimExpr:
-        weight = u[e, n, rc.var, k] if transposed else u[e, n, k, rc.var]
+        if block:
+            weight = u[e, n, k // block, rc.var, k % block]
+        else:
+            weight = u[e, n, rc.var, k] if transposed else u[e, n, k, rc.var]
         return sum_(cast(od, weight) * v[e, n, rc.var, p], axis=rc)
 
     m = compute((alpha, alpha, out_channels, n_tiles), gemm, "winograd_gemm", "winograd_gemm")

@@ -10,7 +10,8 @@
           V[e, n, c, q*TWP:(q+1)*TWP]  (n unrolled: each copy its own sum of T columns)
     batched GEMM M[e, n] = U[e, n] (K x C) @ V[e, n] (C x P): the register-blocked
       micro-kernel of `dense.schedule_gemm` per transform position, parallel over
-      positions x column blocks, V's tiles as vectors and U's entries broadcast
+      positions x column blocks, V's tiles as vectors and U's entries broadcast (from one
+      stream per block of rows when U comes packed by output channels)
     output (parallel over images x output channels, the element-wise tail fused):
       for b, k:                                         # fused, parallel
         Z[k, i, :, tiles(b)] (i unrolled, vectors of tiles)

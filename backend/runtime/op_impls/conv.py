@@ -329,8 +329,14 @@ def winograd_conv2d(args: list[Value], attrs: Attrs | None) -> Array:
     data, u = tensor_args(name, args)
     a = need_attrs(name, attrs)
     x = convert_layout(data, a.data_layout, canonical_layout(a.data_layout, "NC"))
+    if u.ndim == 5 and a.channels is not None:  # packed by output-channel blocks
+        with semantic_errors():
+            u = semantics.unpack_winograd_weight(u, int(a.channels))
     if x.ndim != 4 or u.ndim != 4 or u.shape[0] != u.shape[1]:
-        raise EvalError(f"operator `{name}` expects 4-D data and an (alpha, alpha, ., .) weight")
+        raise EvalError(
+            f"operator `{name}` expects 4-D data and an (alpha, alpha, CO, CI) weight, or "
+            "one packed as (alpha, alpha, CO / b, CI, b)"
+        )
     alpha, tile = u.shape[0], int(a.tile_size)
     kernel = int(a.kernel_size[0]) if a.kernel_size else alpha - tile + 1
     in_channels = x.shape[1] // int(a.groups)

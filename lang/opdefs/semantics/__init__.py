@@ -42,6 +42,8 @@ from .slicing import (
     strided_slice_axes,
     strided_slice_ranges,
 )
+from .winograd import pack_weight as pack_winograd_weight
+from .winograd import unpack_weight as unpack_winograd_weight
 from .winograd import winograd_g, winograd_matrices
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "lowest",
     "normalize_axes",
     "normalize_axis",
+    "pack_winograd_weight",
     "pad_pairs",
     "parse_layout",
     "reduce_axes",
@@ -73,6 +76,7 @@ __all__ = [
     "spatial_positions",
     "strided_slice_axes",
     "strided_slice_ranges",
+    "unpack_winograd_weight",
     "winograd_g",
     "winograd_matrices",
 ]

@@ -5,6 +5,11 @@ computes with a transformed weight U: `AT [U * (BT d BT^T)] AT^T` per tile `d`).
 TVM's interpolation points, by degree `tile_size + kernel_size - 2` (Barabasz et al.,
 "Error analysis ... of Winograd convolution", as tabulated by TVM); G is `(alpha,
 kernel_size)` with `alpha = tile_size + kernel_size - 1`.
+
+The transformed weight comes as `(alpha, alpha, CO, CI)`, or packed by blocks of `b` output
+channels as `(alpha, alpha, ceil(CO / b), CI, b)` (`pack_weight`; TVM's ARM schedules take
+the same form): `U5[e, n, k // b, c, k % b] = U[e, n, k, c]`, the rows past CO zero. The
+operator's `channels` attribute says CO (`unpack_weight`).
 """
 
 from __future__ import annotations
@@ -89,3 +94,26 @@ def _snapped(matrix: np.ndarray) -> np.ndarray:
         if abs(near - value) < 1e-9:
             out[index] = near
     return out
+
+
+def pack_weight(u: np.ndarray, block: int) -> np.ndarray:
+    """The transformed weight `(alpha, alpha, CO, CI)` packed by `block` output channels:
+    `(alpha, alpha, ceil(CO / block), CI, block)`, zero rows past CO (module docstring)."""
+    alpha, alpha2, co, ci = u.shape
+    blocks = -(-co // block)
+    padded = np.zeros((alpha, alpha, blocks * block, ci), dtype=u.dtype)
+    padded[:, :, :co] = u
+    packed = padded.reshape(alpha, alpha2, blocks, block, ci).transpose(0, 1, 2, 4, 3)
+    return np.ascontiguousarray(packed)
+
+
+def unpack_weight(u: np.ndarray, channels: int) -> np.ndarray:
+    """The `(alpha, alpha, CO, CI)` weight of a packed one (`pack_weight`), `channels` = CO."""
+    alpha, alpha2, blocks, ci, block = u.shape
+    if channels > blocks * block:
+        raise SemanticsError(
+            f"a packed Winograd weight of {blocks} blocks of {block} has fewer than "
+            f"{channels} output channels"
+        )
+    flat = u.transpose(0, 1, 2, 4, 3).reshape(alpha, alpha2, blocks * block, ci)
+    return flat[:, :, :channels]

@@ -20,7 +20,11 @@ from relay.backend.tir.stmt import BufferStore
 from relay.backend.tir.transform import lower_pipeline, simplify, unroll
 from relay.backend.tir.visitor import sub_expressions
 from relay.lang import get_op
-from relay.lang.opdefs.semantics import winograd_matrices
+from relay.lang.opdefs.semantics import (
+    pack_winograd_weight,
+    unpack_winograd_weight,
+    winograd_matrices,
+)
 from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
 
 RNG = np.random.default_rng(12)
@@ -236,3 +240,45 @@ def @main(%x: Tensor[({n}, {c}, {h}, {w}), float32], %u: Tensor[({alpha}, {alpha
     got = relay.build(mod).run(x=x, u=u)
     scale = max(1.0, float(np.abs(expected).max()))
     np.testing.assert_allclose(got, expected, rtol=0, atol=WINOGRAD_RTOL[tile] * scale)
+
+
+@pytest.mark.parametrize(("co", "block"), [(12, 6), (13, 6), (8, 4), (5, 8)])
+def test_packed_weight_round_trips(co, block):
+    u = RNG.normal(size=(4, 4, co, 7)).astype("float32")
+    packed = pack_winograd_weight(u, block)
+    assert packed.shape == (4, 4, -(-co // block), 7, block)
+    last = packed.shape[2] - 1  # the last block, partly padding when block does not divide co
+    for j in range(block):
+        want = u[:, :, last * block + j, 3] if last * block + j < co else np.zeros((4, 4))
+        np.testing.assert_array_equal(packed[:, :, last, 3, j], want)
+    np.testing.assert_array_equal(unpack_winograd_weight(packed, co), u)
+
+
+@pytest.mark.parametrize(
+    ("case", "block"), [(ODD_CASES[0], 6), (ODD_CASES[1], 4), (ODD_CASES[6], 3)]
+)
+def test_packed_weight_computes_what_the_unpacked_one_does(case, block):
+    """A weight packed by output channels (rows past CO zero) gives the unpacked weight's
+    result: the reference implementation exactly, the kernel within the tolerance."""
+    n, c, h, w, k, tile, pads = case
+    x = RNG.normal(size=(n, c, h, w)).astype("float32")
+    u = transformed(RNG.normal(size=(k, c, 3, 3)).astype("float32"), tile)
+    got, want, s = run_winograd(x, pack_winograd_weight(u, block), tile, pads, channels=k)
+    _, unpacked, _ = run_winograd(x, u, tile, pads)
+    np.testing.assert_array_equal(want, unpacked)
+    assert "winograd_gemm" in str(s.trace)
+    assert_matches(got, want, atol_scale=WINOGRAD_RTOL[tile])
+
+
+def test_packed_weight_of_a_strided_call_is_unpacked_for_the_fallback():
+    x = RNG.normal(size=(1, 4, 9, 9)).astype("float32")
+    u = pack_winograd_weight(transformed(RNG.normal(size=(7, 4, 3, 3)).astype("float32"), 2), 4)
+    xt, ut = placeholder(x.shape, "float32", "x"), placeholder(u.shape, "float32", "u")
+    out, attrs = apply_compute(
+        WINOGRAD, [xt, ut], tile_size=2, strides=[2, 2], padding=[1, 1], channels=7,
+        kernel_size=[3, 3],
+    )  # fmt: skip
+    want = implementation_for(get_op(WINOGRAD))([x, u], attrs)
+    (got,), _ = run_default_schedule([xt, ut], [out], [x, u])
+    assert want.shape == (1, 7, 5, 5)
+    assert_matches(got, want)
