@@ -180,6 +180,11 @@ def winograd_function(
         raise PassError(
             f"winograd-conv2d: rule must be one of {', '.join(RULES)}, not {options.rule!r}"
         )
+    if options.weight_block < 0:
+        raise PassError(
+            f"winograd-conv2d: weight_block must be 0 (unpacked) or a block of output "
+            f"channels, not {options.weight_block}"
+        )
     out = apply_rules(winograd_rule(options), fn, mod, retype=False, fixpoint=False)
     assert isinstance(out, Function)
     return out

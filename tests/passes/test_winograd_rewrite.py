@@ -96,6 +96,8 @@ def test_unknown_rule_is_an_error():
     mod, _, params = model(32, 32, 14, 14)
     with pytest.raises(PassError, match="rule must be one of"):
         winograd_conv2d_pass.with_options(rule="f3")(bind_params(mod, params))
+    with pytest.raises(PassError, match="weight_block must be 0"):
+        winograd_conv2d_pass.with_options(weight_block=-6)(bind_params(mod, params))
 
 
 def test_opt_level_3_build_uses_winograd_on_bound_weights():
