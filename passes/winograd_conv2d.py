@@ -40,7 +40,6 @@ from ..backend.runtime.op_impls.conv import winograd_g
 from ..lang.expr import Call, Constant, Expr, Function
 from ..lang.module import IRModule
 from ..lang.op import get_op
-from ..lang.opdefs.semantics import pack_winograd_weight
 from ..lang.types import TensorType
 from .context import PassContext
 from .pass_base import PassError, function_pass
@@ -99,18 +98,30 @@ def _eligible(call: Call, data: TensorType, weight: TensorType) -> bool:
     )
 
 
-def transform_weight(weight: np.ndarray, tile: int) -> np.ndarray:
+def transform_weight(weight: np.ndarray, tile: int, block: int = 0) -> np.ndarray:
     """`nn.contrib_conv2d_winograd_weight_transform` of a float32 OIHW 3x3 `weight`
     (`U[e, n, co, ci] = sum G[e, h] G[n, w] weight[co, ci, h, w]`) as one float32 matrix
-    product with `kron(G, G)`, read-only. ~3x cheaper than the interpreter's float64
-    transform (ResNet-18's weights: 0.11 -> 0.04 s); it differs from it by a few float32
-    roundings of the weights (relative ~1e-7), far inside Winograd's tolerance."""
+    product with `kron(G, G)`, read-only; packed by `block` output channels when that is
+    not 0 (`semantics.pack_winograd_weight`: the weight's channels are put in the packed
+    order before the product, so packing costs no pass over U). ~3x cheaper than the
+    interpreter's float64 transform (ResNet-18's weights: 0.11 -> 0.04 s); it differs from
+    it by a few float32 roundings of the weights (relative ~1e-7), far inside Winograd's
+    tolerance."""
     co, ci, k, _ = weight.shape
     g = np.asarray(winograd_g(tile, k), dtype=np.float32).astype(np.float64)
     kron = np.kron(g, g).astype(np.float32)
     alpha = g.shape[0]
-    out = np.empty((alpha, alpha, co, ci), dtype=np.float32)
-    np.matmul(kron, weight.reshape(co * ci, k * k).T, out=out.reshape(alpha * alpha, co * ci))
+    columns = weight.reshape(co, ci, k * k)
+    if block:
+        blocks = -(-co // block)
+        padded = np.zeros((blocks * block, ci, k * k), dtype=np.float32)
+        padded[:co] = columns
+        columns = padded.reshape(blocks, block, ci, k * k).transpose(0, 2, 1, 3)
+        shape: tuple[int, ...] = (alpha, alpha, blocks, ci, block)
+    else:
+        shape = (alpha, alpha, co, ci)
+    out = np.empty(shape, dtype=np.float32)
+    np.matmul(kron, columns.reshape(-1, k * k).T, out=out.reshape(alpha * alpha, -1))
     out.setflags(write=False)
     return out
 
@@ -124,11 +135,7 @@ def winograd_call(call: Call, tile: int, weight: Expr, out_channels: int, block:
     transform = get_op("nn.contrib_conv2d_winograd_weight_transform")
     t_attrs = transform.make_attrs(tile_size=tile)
     if isinstance(weight, Constant):  # float32: `_eligible`
-        u = transform_weight(weight.data, tile)
-        if block:
-            u = pack_winograd_weight(u, block)
-            u.setflags(write=False)
-        transformed: Expr = Constant(u)
+        transformed: Expr = Constant(transform_weight(weight.data, tile, block))
     else:
         transformed = Call(transform, [weight], t_attrs)
     op = get_op("nn.contrib_conv2d_winograd_without_weight_transform")
