@@ -47,7 +47,15 @@ from ..codegen.compile import load_library
 from ..runtime.vm import bytecode as bc
 from ..runtime.vm.memory import check_plan
 from ..runtime.vm.model import VMModel
-from .artifact import ArtifactError, _Decoder, _digest, _read_json, _read_members, _read_params
+from .artifact import (
+    WEIGHTS_COMPRESSION,
+    ArtifactError,
+    _Decoder,
+    _digest,
+    _read_json,
+    _read_members,
+    _read_params,
+)
 
 VM_ARTIFACT_FORMAT = "relaymod-vm-2"
 """The format tag of saved VM models (2: `AllocTensor` carries the memory plan's `reuse`;
@@ -184,8 +192,8 @@ def save_vm_artifact(model: VMModel, path: str | os.PathLike[str]) -> None:
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr("model.json", json.dumps(meta))
         z.writestr("kernels.o", object_code)
-        z.writestr("constants.npz", constants_bytes)
-        z.writestr("params.npz", params_bytes)
+        z.writestr("constants.npz", constants_bytes, compress_type=WEIGHTS_COMPRESSION)
+        z.writestr("params.npz", params_bytes, compress_type=WEIGHTS_COMPRESSION)
 
 
 def _npz(arrays: list[Any]) -> bytes:
