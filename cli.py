@@ -371,10 +371,17 @@ def _tune_with(
     for key, p in summary.tasks.items():
         default = p.measured.get(p.task.space.default())
         best = p.best()
+        if not p.measured:
+            print(f"{key}: not measured (the trials went to the other kernels)")
+            continue
         if best is None:
             print(f"{key}: no working config ({p.errors} errors)")
             continue
-        speedup = f", {default / best[1]:.2f}x the default" if default else ""
+        again = summary.confirmed.get(key)
+        if again is not None:
+            speedup = f", {again[0] / again[1]:.2f}x the default (both timed again side by side)"
+        else:
+            speedup = f", {default / best[1]:.2f}x the default" if default else ""
         print(
             f"{key} x{p.task.weight}: {best[1] * 1e6:.1f} us, {p.gflops():.1f} GFLOP/s{speedup} "
             f"[{best[0]}] ({len(p.measured)} trials, {p.errors} errors)"

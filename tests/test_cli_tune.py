@@ -83,3 +83,24 @@ def test_tune_stops_at_its_time_budget(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*argv[:-1], "0"])
     assert "--time-budget must be a positive" in capsys.readouterr().err
+
+
+TWO_KERNELS = """#[version = "0.0.5"]
+def @main(%x: Tensor[(11, 19), float32], %w: Tensor[(21, 19), float32], %b: Tensor[(21), float32]) {
+  nn.softmax(nn.relu(nn.bias_add(nn.dense(%x, %w, units=21), %b)) * 2f)
+}
+"""
+
+
+def test_a_kernel_the_trials_did_not_reach_is_said_so(tmp_path, capsys):
+    model, weights = _files(tmp_path)
+    model.write_text(TWO_KERNELS)
+    log = tmp_path / "tune.jsonl"
+    argv = ["tune", str(model), "--params", str(weights), "--trials", "1", "--batch", "2",
+            "--log", str(log), "--number", "1", "--repeat", "1", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    out, _ = capsys.readouterr()
+    lines = [line for line in out.splitlines() if line.startswith("nn.")]
+    assert len(lines) == 2
+    assert sum("not measured (the trials went to the other kernels)" in line for line in lines) == 1
+    assert "no working config" not in out

@@ -179,3 +179,41 @@ def test_timing_runs_untimed_calls_for_the_warmup_first():
     model = _CountingModel(0.0)
     _time_model(model, [], MeasureOptions(number=1, repeat=1, warmup_ms=0.0))
     assert model.calls == 2  # a zero warm-up is still one call
+
+
+class _ScriptedExecutor:
+    """An executor whose measurements are given: `seconds[config]` per call, in order."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.submitted = []
+
+    def submit(self, task, configs, options, faults=None):
+        self.submitted.append(list(configs))
+        for c in configs:
+            yield MeasureResult(c, (self.seconds[c].pop(0),))
+
+    def close(self):
+        pass
+
+
+def test_default_and_best_are_timed_again_side_by_side():
+    """The ratio to the default comes from the default and the best measured one after the
+    other at the end, not from the default's first (possibly disturbed) measurement."""
+    from relay.backend.tune.tuner import TaskProgress, TuneSummary, _confirm
+
+    task = _task()
+    default = task.space.default()
+    other = next(c for i in range(task.space.size) if (c := task.space.config_at(i)) != default)
+    p = TaskProgress(task)
+    p.measured.update({default: 3e-3, other: 1e-3})  # the default's first timing was slow
+    executor = _ScriptedExecutor({default: [1.5e-3], other: [1.2e-3]})
+    summary = TuneSummary()
+    _confirm([p], executor, FAST, summary)
+    assert executor.submitted == [[default, other]]
+    assert summary.confirmed == {task.key: (1.5e-3, 1.2e-3)}
+    # the default is the best: nothing to confirm
+    p.measured[other] = 4e-3
+    summary = TuneSummary()
+    _confirm([p], _ScriptedExecutor({}), FAST, summary)
+    assert summary.confirmed == {}
