@@ -51,6 +51,11 @@ SETTLE = 0.05
 """Seconds of untimed calls before each timed block (the other runtime's spinning threads
 go to sleep)."""
 
+IDLE = 0.1
+"""Seconds of sleep before each timed block (`alternate`): ONNX Runtime's intra-op threads
+spin after its runs and slowed relay's next block of a one-layer model up to 2x (ResNet-18's
+stem: 7.97 ms without the sleep, 3.93 with; ORT's own time the same either way)."""
+
 
 @attrs.frozen
 class ConvLayer:
@@ -225,6 +230,10 @@ def measure(layer: ConvLayer, ort: Any, onnx: Any, threads: int, repeat: int) ->
             relay.parse(relay_text(layer)), target=Target.host(threads),
             params={"weight": weight, "bias": bias},
         )  # fmt: skip
+    # relay's kernels are profiled before ONNX Runtime runs in this process: its intra-op
+    # threads spin after each run and slowed the profile right after the alternation (512@7:
+    # 3.8 ms profiled there, 2.1 ms in a process without ORT)
+    profile = model.profile(data=data, repeat=max(5, repeat // 2)).json()
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     session = ort.InferenceSession(
@@ -237,8 +246,8 @@ def measure(layer: ConvLayer, ort: Any, onnx: Any, threads: int, repeat: int) ->
         {"relay": lambda: model.run(data=data), "ort": lambda: session.run(None, feed)},
         repeat,
         SETTLE,
+        IDLE,
     )
-    profile = model.profile(data=data, repeat=max(5, repeat // 2)).json()
     kernels = [kn for kn in profile["kernels"] if kn["kind"] != "layout_transform"]
     conv = max(kernels, key=lambda kn: kn["flops"])
     conv_s = sum(kn["median_us"] * kn["calls"] for kn in kernels) * 1e-6

@@ -42,6 +42,7 @@ from relay.transform import PassContext
 
 INPUT = "data"
 SETTLE = 0.1
+"""Seconds of untimed calls before each timed block."""
 
 
 def load(name: str, batch: int) -> tuple[Any, dict[str, np.ndarray]]:
@@ -68,14 +69,20 @@ def build(
 
 
 def alternate(
-    runs: dict[str, Callable[[], Any]], repeat: int, settle_s: float = SETTLE
+    runs: dict[str, Callable[[], Any]], repeat: int, settle_s: float = SETTLE, idle_s: float = 0.0
 ) -> dict[str, float]:
     """Median seconds of each callable, timed in alternating blocks of 5 calls, each
-    block after at least `settle_s` seconds of untimed calls (so neither runtime's threads,
-    still spinning after its own calls, slow the other's timed calls)."""
+    block after `idle_s` seconds of sleep and at least `settle_s` seconds of untimed calls
+    (so neither runtime's threads, still spinning after its own calls, slow the other's
+    timed calls). A sleep lets ONNX Runtime's spinning threads stop (untimed calls alone did
+    not, for runs of a few ms: bench_conv_layers); for the whole models it made relay's
+    next runs slower instead (ResNet-18 38.8 ms with 0.1 s, 36.5 without; 36.9 in a process
+    without ORT), so it is off by default."""
     times: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(max(1, repeat // 5)):
         for key, fn in runs.items():
+            if idle_s:
+                time.sleep(idle_s)
             settle = time.perf_counter() + settle_s
             while time.perf_counter() < settle:
                 fn()
