@@ -40,6 +40,7 @@ from ..backend.runtime.op_impls.conv import winograd_g
 from ..lang.expr import Call, Constant, Expr, Function
 from ..lang.module import IRModule
 from ..lang.op import get_op
+from ..lang.opdefs.semantics import pack_winograd_weight
 from ..lang.types import TensorType
 from .context import PassContext
 from .pass_base import PassError, function_pass
@@ -113,14 +114,8 @@ def transform_weight(weight: np.ndarray, tile: int, block: int = 0) -> np.ndarra
     alpha = g.shape[0]
     columns = weight.reshape(co, ci, k * k)
     if block:
-        blocks = -(-co // block)
-        padded = np.zeros((blocks * block, ci, k * k), dtype=np.float32)
-        padded[:co] = columns
-        columns = padded.reshape(blocks, block, ci, k * k).transpose(0, 2, 1, 3)
-        shape: tuple[int, ...] = (alpha, alpha, blocks, ci, block)
-    else:
-        shape = (alpha, alpha, co, ci)
-    out = np.empty(shape, dtype=np.float32)
+        columns = pack_winograd_weight(columns, block, axis=0)
+    out = np.empty((alpha, alpha, *columns.shape[:-1]), dtype=np.float32)
     np.matmul(kron, columns.reshape(-1, k * k).T, out=out.reshape(alpha * alpha, -1))
     out.setflags(write=False)
     return out

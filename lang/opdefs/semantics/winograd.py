@@ -96,15 +96,20 @@ def _snapped(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-def pack_weight(u: np.ndarray, block: int) -> np.ndarray:
-    """The transformed weight `(alpha, alpha, CO, CI)` packed by `block` output channels:
-    `(alpha, alpha, ceil(CO / block), CI, block)`, zero rows past CO (module docstring)."""
-    alpha, alpha2, co, ci = u.shape
+def pack_weight(u: np.ndarray, block: int, axis: int = 2) -> np.ndarray:
+    """`u` with its output-channel axis `axis` packed by `block`: the axis padded with zero
+    rows to whole blocks, split into (blocks, block), the block moved after the next axis.
+    The transformed weight `(alpha, alpha, CO, CI)` becomes `(alpha, alpha, ceil(CO /
+    block), CI, block)` (module docstring); an OIHW weight's `(CO, CI, H*W)` (`axis=0`)
+    becomes `(ceil(CO / block), CI, block, H*W)`, the order of that form's channels."""
+    co = u.shape[axis]
     blocks = -(-co // block)
-    padded = np.zeros((alpha, alpha, blocks * block, ci), dtype=u.dtype)
-    padded[:, :, :co] = u
-    packed = padded.reshape(alpha, alpha2, blocks, block, ci).transpose(0, 1, 2, 4, 3)
-    return np.ascontiguousarray(packed)
+    pads = [(0, 0)] * u.ndim
+    pads[axis] = (0, blocks * block - co)
+    split = np.pad(u, pads).reshape(*u.shape[:axis], blocks, block, *u.shape[axis + 1 :])
+    order = list(range(split.ndim))
+    order[axis + 1], order[axis + 2] = order[axis + 2], order[axis + 1]
+    return np.ascontiguousarray(split.transpose(order))
 
 
 def unpack_weight(u: np.ndarray, channels: int) -> np.ndarray:
