@@ -132,9 +132,10 @@ class Target:
         host = cls.host(num_threads)
         features = set(host.features)
         for flag in _list(options.get("mattr", "")):
-            features.discard(flag[1:])
             if flag[0] == "+":
                 features.add(flag[1:])
+            else:
+                features -= dependent_features(flag[1:])
         target = cls(
             vector_bits=vector_bits_for(features),
             num_threads=host.num_threads,
@@ -170,8 +171,11 @@ class Target:
         parts = ["llvm"]
         if self.cpu != host.cpu:
             parts.append(f"-mcpu={self.cpu}")
-        on, off = set(self.features) - set(host.features), set(host.features) - set(self.features)
-        flags = sorted([f"+{f}" for f in on] + [f"-{f}" for f in off], key=lambda f: f[1:])
+        off = set(host.features) - set(self.features)
+        # `-f` also turns off what needs f: features of this target among those come back
+        removed = set().union(*(dependent_features(f) for f in off)) if off else set()
+        on = set(self.features) - (set(host.features) - removed)
+        flags = [f"-{f}" for f in sorted(off)] + [f"+{f}" for f in sorted(on)]
         if flags:
             parts.append(f"-mattr={','.join(flags)}")
         parts.append(f"-num-threads={self.num_threads}")
@@ -215,6 +219,44 @@ def _list(mattr: str) -> list[str]:
             hint = f" (did you mean {', '.join(near)}?)" if near else ""
             raise Error(f"unknown CPU feature `{flag[1:]}` in -mattr{hint}")
     return flags
+
+
+_AVX512F_EXTENSIONS = ("avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx512ifma",
+                       "avx512vnni", "avx512vpopcntdq", "avx512er", "avx512pf",
+                       "avx512vp2intersect")  # fmt: skip
+_AVX512BW_EXTENSIONS = ("avx512vbmi", "avx512vbmi2", "avx512bitalg", "avx512bf16", "avx512fp16")
+
+FEATURE_REQUIRES: dict[str, tuple[str, ...]] = {
+    "avx": ("sse4.2",),
+    "avx2": ("avx",),
+    "fma": ("avx",),
+    "f16c": ("avx",),
+    "avx512f": ("avx2", "fma", "f16c"),
+    **{name: ("avx512f",) for name in _AVX512F_EXTENSIONS},
+    **{name: ("avx512bw",) for name in _AVX512BW_EXTENSIONS},
+    "avxvnni": ("avx2",),
+    "avxvnniint8": ("avx2",),
+    "avxifma": ("avx2",),
+    "vaes": ("aes", "avx"),
+    "vpclmulqdq": ("pclmul", "avx"),
+    "amx-int8": ("amx-tile",),
+    "amx-bf16": ("amx-tile",),
+}
+"""The x86 features each vector feature needs, as LLVM implies them: `-mattr=-avx512f`
+turns off every AVX-512 extension too (a target keeping `avx512vnni` without `avx512f`
+would pick instructions LLVM then refuses to select). `+feature` turns on that feature
+alone."""
+
+
+def dependent_features(name: str) -> set[str]:
+    """`name` and every feature that needs it (`FEATURE_REQUIRES`, transitively)."""
+    found, todo = set(), [name]
+    while todo:
+        feature = todo.pop()
+        if feature not in found:
+            found.add(feature)
+            todo.extend(k for k, needs in FEATURE_REQUIRES.items() if feature in needs)
+    return found
 
 
 def _positive(key: str, value: str) -> int:

@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers
 import relay
+from bench_vs_ort import alternate_samples
 from relay.backend.lower.schedules.int8 import choose_plan
 from relay.backend.target import Target
 
@@ -54,16 +55,10 @@ CHAINS = 12
 
 def alternate(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, tuple[float, float]]:
     """(median, fastest) seconds of each callable, timed in alternating blocks of 5 calls
-    after one untimed call."""
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for _ in range(max(1, repeat // 5)):
-        for key, fn in runs.items():
-            fn()
-            for _ in range(5):
-                start = time.perf_counter()
-                fn()
-                times[key].append(time.perf_counter() - start)
-    return {k: (statistics.median(v), min(v)) for k, v in times.items()}
+    after `bench_vs_ort.SETTLE` seconds of untimed calls each (so ONNX Runtime's threads,
+    still spinning after its calls, do not slow the next callable's timed calls)."""
+    samples = alternate_samples(runs, repeat)
+    return {k: (statistics.median(v), min(v)) for k, v in samples.items()}
 
 
 # ------------------------------------------------------------------------------ the peak
@@ -76,6 +71,10 @@ def _peak_ir(kind: str) -> tuple[str, int]:
         vec, half, call = "<8 x i32>", "<16 x i16>", "llvm.x86.avx2.pmadd.wd"
         decl = f"declare {vec} @{call}({half}, {half})"
         macs = 16
+    elif kind == "avx512bw":
+        vec, half, call = "<16 x i32>", "<32 x i16>", "llvm.x86.avx512.pmaddw.d.512"
+        decl = f"declare {vec} @{call}({half}, {half})"
+        macs = 32
     else:
         bits = 512 if kind == "avx512_vnni" else 256
         lanes = bits // 32
@@ -95,7 +94,7 @@ def _peak_ir(kind: str) -> tuple[str, int]:
     for k in range(CHAINS):
         lines.append(f"  %acc{k} = phi {vec} [zeroinitializer, %entry], [%acc{k}.next, %loop]")
     for k in range(CHAINS):
-        if kind == "avx2":
+        if kind in ("avx2", "avx512bw"):
             lines.append(f"  %x{k} = bitcast {vec} %acc{k} to {half}")
             lines.append(f"  %p{k} = call {vec} @{call}({half} %x{k}, {half} %b)")
             lines.append(f"  %acc{k}.next = add {vec} %acc{k}, %p{k}")

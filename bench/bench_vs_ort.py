@@ -71,7 +71,15 @@ def build(
 def alternate(
     runs: dict[str, Callable[[], Any]], repeat: int, settle_s: float = SETTLE, idle_s: float = 0.0
 ) -> dict[str, float]:
-    """Median seconds of each callable, timed in alternating blocks of 5 calls, each
+    """Median seconds of each callable (`alternate_samples`)."""
+    samples = alternate_samples(runs, repeat, settle_s, idle_s)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def alternate_samples(
+    runs: dict[str, Callable[[], Any]], repeat: int, settle_s: float = SETTLE, idle_s: float = 0.0
+) -> dict[str, list[float]]:
+    """Seconds of each call of each callable, timed in alternating blocks of 5 calls, each
     block after `idle_s` seconds of sleep and at least `settle_s` seconds of untimed calls
     (so neither runtime's threads, still spinning after its own calls, slow the other's
     timed calls). A sleep lets ONNX Runtime's spinning threads stop (untimed calls alone did
@@ -90,7 +98,7 @@ def alternate(
                 start = time.perf_counter()
                 fn()
                 times[key].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times
 
 
 def main() -> int:

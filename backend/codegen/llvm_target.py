@@ -13,8 +13,12 @@ Code generation runs without Loop Strength Reduction (`CODEGEN_OPTIONS`): on the
 register blocks of our convolutions (a hundred loads off one base per loop body) LSR took
 over half of machine-code time (ResNet-18: 1.35 of 2.6 s) and the kernels run as fast
 without it (ResNet-18, MobileNet-v2 and the transformer layer, one thread, CPU time per
-run within 0.5%). LLVM's options are process-wide: another LLVM user in the same process
-(numba) would see them too.
+run within 0.5%). LLVM's SLP vectorizer builds vectors of at most 256 bits: with 512 (the
+register width of an AVX-512 target, its default) LLVM 22 aborts the process while
+selecting instructions for some of the 512-bit shuffles it makes of small scalar blocks
+(dense 4x1 by 12 units plus a bias, on Zen 4: an assertion in SelectionDAGBuilder); our
+kernels' vector code is explicit and keeps its width. LLVM's options are process-wide:
+another LLVM user in the same process (numba) would see them too.
 
 Object code uses static relocations and the large code model: RuntimeDyld (MCJIT's loader)
 places the sections of an object anywhere and patches absolute 64-bit addresses, so nothing
@@ -38,7 +42,7 @@ from ..target import Target, host_info
 _lock = threading.Lock()
 _initialized = False
 
-CODEGEN_OPTIONS = ("-disable-lsr",)
+CODEGEN_OPTIONS = ("-disable-lsr", "-slp-max-reg-size=256")
 """LLVM command-line options set once per process (see the module docstring)."""
 
 EXTRA_FEATURES = ("-prefer-256-bit",)

@@ -7,9 +7,10 @@ intrinsic's declared compute says (`te.intrinsics_x86`), a dot product per outpu
 
     out[j] = acc[j] + sum_g a[g] * b[j*G + g]          (j < L lanes, g < G)
 
-* `x86.pmaddwd.256` (AVX2): int16 operands, L=8, G=2: `vpmaddwd` multiplies int16 pairs and
-  adds each pair into an int32 lane; it is exact for operands that are sign-extended int8
-  (only -32768 * -32768 * 2 overflows), then `vpaddd` accumulates.
+* `x86.pmaddwd.{256,512}` (AVX2, AVX-512BW): int16 operands, L=8 or 16, G=2: `vpmaddwd`
+  multiplies int16 pairs and adds each pair into an int32 lane; it is exact for operands
+  that are sign-extended int8 (only -32768 * -32768 * 2 overflows), then `vpaddd`
+  accumulates.
 * `x86.vpdpbusd.{512,256}.{au8,bu8}` (AVX-512 VNNI / AVX-VNNI): L=16 or 8, G=4, one operand
   uint8 and the other int8 (`au8`: the broadcast operand `a` is the unsigned one, `bu8`: the
   lane operand `b`); `vpdpbusd` adds the four u8*s8 products of each lane to it, without
@@ -70,12 +71,19 @@ def _check(args: list[ir.Value], widths: list[tuple[int, int]], body: str) -> No
             )
 
 
-def _pmaddwd_256(b: ir.IRBuilder, args: list[ir.Value], dtypes: list[str]) -> ir.Value:
-    _check(args, [(8, 32), (2, 16), (16, 16)], "x86.pmaddwd.256")
-    acc, a, w = args
-    pair = _splat_i32(b, b.bitcast(a, I32), 8)
-    fn = declare(b.module, "llvm.x86.avx2.pmadd.wd", _vec(I32, 8), [_vec(I16, 16)] * 2)
-    return b.add(acc, b.call(fn, [w, b.bitcast(pair, _vec(I16, 16))]))
+def _pmaddwd(bits: int) -> Body:
+    lanes = bits // 32
+    name = f"x86.pmaddwd.{bits}"
+    llvm_name = "llvm.x86.avx2.pmadd.wd" if bits == 256 else "llvm.x86.avx512.pmaddw.d.512"
+
+    def emit(b: ir.IRBuilder, args: list[ir.Value], dtypes: list[str]) -> ir.Value:
+        _check(args, [(lanes, 32), (2, 16), (2 * lanes, 16)], name)
+        acc, a, w = args
+        pair = _splat_i32(b, b.bitcast(a, I32), lanes)
+        fn = declare(b.module, llvm_name, _vec(I32, lanes), [_vec(I16, 2 * lanes)] * 2)
+        return b.add(acc, b.call(fn, [w, b.bitcast(pair, _vec(I16, 2 * lanes))]))
+
+    return emit
 
 
 def _vpdpbusd(bits: int, unsigned_a: bool) -> Body:
@@ -127,7 +135,8 @@ def _portable_dot(lanes: int, group: int) -> Body:
 
 
 BODIES: dict[str, Body] = {
-    "x86.pmaddwd.256": _pmaddwd_256,
+    "x86.pmaddwd.256": _pmaddwd(256),
+    "x86.pmaddwd.512": _pmaddwd(512),
     "x86.vpdpbusd.512.au8": _vpdpbusd(512, True),
     "x86.vpdpbusd.512.bu8": _vpdpbusd(512, False),
     "x86.vpdpbusd.256.au8": _vpdpbusd(256, True),

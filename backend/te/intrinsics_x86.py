@@ -9,6 +9,7 @@ lane, `b` holds one group of `G` values per lane (`L` lanes of int32):
 | `avx512_vnni_s8u8` | int8, uint8 | 16 x 4 | `vpdpbusd` zmm (operands swapped) | avx512vnni |
 | `avx_vnni_u8s8` | uint8, int8 | 8 x 4 | `vpdpbusd` ymm | avxvnni (or avx512vnni + avx512vl) |
 | `avx_vnni_s8u8` | int8, uint8 | 8 x 4 | `vpdpbusd` ymm (operands swapped) | as above |
+| `avx512bw_i16` | int16, int16 | 16 x 2 | `vpmaddwd` zmm + `vpaddd` | avx512bw |
 | `avx2_i16` | int16, int16 | 8 x 2 | `vpmaddwd` + `vpaddd` | avx2 |
 
 and `portable(...)` declares the same computes over the plain-LLVM body `dot.{L}x{G}` (exact on
@@ -51,6 +52,9 @@ AVX_VNNI_S8U8 = dot_intrinsic(
     "avx_vnni_s8u8", 8, 4, "int8", "uint8", "x86.vpdpbusd.256.bu8", ("avxvnni",)
 )
 AVX2_I16 = dot_intrinsic("avx2_i16", 8, 2, "int16", "int16", "x86.pmaddwd.256", ("avx2",))
+AVX512BW_I16 = dot_intrinsic(
+    "avx512bw_i16", 16, 2, "int16", "int16", "x86.pmaddwd.512", ("avx512bw",)
+)
 
 
 def portable(intrinsic: TensorIntrinsic) -> TensorIntrinsic:
@@ -63,11 +67,12 @@ def portable(intrinsic: TensorIntrinsic) -> TensorIntrinsic:
 
 
 PORTABLE = {i.name: portable(i) for i in (AVX512_VNNI_U8S8, AVX512_VNNI_S8U8, AVX_VNNI_U8S8,
-                                         AVX_VNNI_S8U8, AVX2_I16)}  # fmt: skip
+                                         AVX_VNNI_S8U8, AVX2_I16, AVX512BW_I16)}  # fmt: skip
 """The portable twin of each intrinsic, by the intrinsic's name."""
 
 __all__ = [
     "AVX2_I16",
+    "AVX512BW_I16",
     "AVX512_VNNI_S8U8",
     "AVX512_VNNI_U8S8",
     "AVX_VNNI_S8U8",

@@ -11,6 +11,7 @@ import relay
 from relay.backend.target import (
     DEFAULT_L1_BYTES,
     Target,
+    dependent_features,
     host_info,
     read_cache_sizes,
     vector_bits_for,
@@ -125,11 +126,16 @@ def test_parse_fills_in_the_host_and_applies_options() -> None:
     host = Target.host()
     assert Target.parse("llvm", num_threads=3) == Target.host(3)
     assert Target.parse("llvm -num-threads=2", num_threads=3).num_threads == 2
-    t = Target.parse("llvm -mcpu=znver4 -mattr=+avx512f,-avx2 -num-threads=2")
+    t = Target.parse("llvm -mcpu=znver4 -mattr=-avx2,+avx512f -num-threads=2")
     assert t.cpu == "znver4" and t.num_threads == 2
     assert t.has_feature("avx512f") and not t.has_feature("avx2")
-    assert set(t.features) == (set(host.features) | {"avx512f"}) - {"avx2"}
+    assert set(t.features) == (set(host.features) - dependent_features("avx2")) | {"avx512f"}
     assert t.vector_bits == 512 and t.lanes("float32") == 16  # the width follows features
+    # `-f` turns off what needs f too, as LLVM does; the flags apply in order
+    assert not Target.parse("llvm -mattr=+avx512f,-avx2").has_feature("avx512f")
+    no512 = Target.parse("llvm -mattr=+avx512vnni,+avx512bw,-avx512f")
+    assert not {"avx512vnni", "avx512bw", "avx512vl", "avx512f"} & set(no512.features)
+    assert no512.vector_bits <= 256
     narrow = Target.parse("llvm -mattr=-avx512f,-avx2")
     assert narrow.vector_bits == 128 and narrow.cpu == host.cpu
     assert str(Target.parse("llvm -num-threads=2")) == "llvm -num-threads=2"

@@ -3,8 +3,9 @@
 one tensorized instruction (`te.tensorize`, intrinsics of `te.intrinsics_x86`).
 
 The instruction is picked by the target's features (`choose_plan`): AVX-512 VNNI `vpdpbusd`
-on 16 int32 lanes, AVX-VNNI `vpdpbusd` on 8, else AVX2 `vpmaddwd` on int16 pairs; a target
-without AVX2 keeps the ordinary schedules. Every path is exact (no saturating instruction):
+on 16 int32 lanes, AVX-VNNI `vpdpbusd` on 8, else `vpmaddwd` on int16 pairs (16 lanes with
+AVX-512BW, 8 with AVX2); a target without AVX2 keeps the ordinary schedules. Every path is
+exact (no saturating instruction):
 
 * `vpdpbusd` multiplies an unsigned byte by a signed one. The data operand (int8) is moved
   to uint8 by adding 128 (`a + 128`), and the product corrected by a weight sum computed once
@@ -80,6 +81,9 @@ class DotPlan:
 
 _FORCED: list[tuple[str, bool]] = []
 
+PAIR_KINDS = ("avx2", "avx512bw")
+"""The plans on int16 pairs (`vpmaddwd`): any 8-bit weight dtype, no data shift."""
+
 DEPTHWISE_PAIRS = True
 """Whether int8 depthwise convs get the tap-pair `vpmaddwd` nest (`int8_depthwise`); else
 the depthwise schedule widens each tap to int32 (for comparisons)."""
@@ -87,7 +91,7 @@ the depthwise schedule widens each tap to int32 (for comparisons)."""
 
 @contextlib.contextmanager
 def force_plan(kind: str, portable: bool = True) -> Iterator[None]:
-    """Use plan `kind` (`avx512_vnni`, `avx_vnni`, `avx2`) whatever the target, with the
+    """Use plan `kind` (`avx512_vnni`, `avx_vnni`, `avx512bw`, `avx2`) whatever the target, with the
     portable body of its intrinsic (`portable`): checks a schedule made for an instruction
     this host lacks, exactly, on this host (the instruction is replaced by its definition)."""
     _FORCED.append((kind, portable))
@@ -102,6 +106,8 @@ def _plan(kind: str, data_dtype: str, portable: bool) -> DotPlan:
 
     if kind == "avx2":
         intr, lanes, group, a_dt, b_dt, shift = x86.AVX2_I16, 8, 2, "int16", "int16", 0
+    elif kind == "avx512bw":
+        intr, lanes, group, a_dt, b_dt, shift = x86.AVX512BW_I16, 16, 2, "int16", "int16", 0
     else:
         intr = x86.AVX512_VNNI_U8S8 if kind == "avx512_vnni" else x86.AVX_VNNI_U8S8
         lanes, group, a_dt, b_dt = (16 if kind == "avx512_vnni" else 8), 4, "uint8", "int8"
@@ -118,7 +124,7 @@ def choose_plan(target: Target, data_dtype: str, weight_dtype: str) -> DotPlan |
         return None
     if _FORCED:
         kind, portable = _FORCED[-1]
-        if kind != "avx2" and weight_dtype != "int8":
+        if kind not in PAIR_KINDS and weight_dtype != "int8":
             kind = "avx2"
         return _plan(kind, data_dtype, portable)
     vnni_ok = weight_dtype == "int8"
@@ -134,6 +140,8 @@ def choose_plan(target: Target, data_dtype: str, weight_dtype: str) -> DotPlan |
         or (target.has_feature("avx512vnni") and target.has_feature("avx512vl"))
     ):
         return _plan("avx_vnni", data_dtype, False)
+    if target.has_feature("avx512bw") and target.vector_bits >= 512:
+        return _plan("avx512bw", data_dtype, False)
     if target.has_feature("avx2"):
         return _plan("avx2", data_dtype, False)
     return None
@@ -381,7 +389,7 @@ def conv2d_int8_tile(c: Any, plan: DotPlan, target: Target) -> dict[str, int]:
     OC = int(getattr(c.weight.shape[0], "value", 0))
     OW = c.out_shape[3]
     if c.strides[1] == 1:
-        ocb, vb = _column_tile(target, OC, OW, plan.lanes)
+        ocb, vb = _column_tile(target, OC, column_width(c), plan.lanes)
         return {"channels": ocb, "vectors": vb}
     owt, vb = _tile(target, OC, plan.lanes)
     return {"columns": min(owt, OW), "vectors": vb}
@@ -576,16 +584,37 @@ def _lanes_intrinsic(plan: DotPlan) -> TensorIntrinsic:
     the lanes (`b`): `vpdpbusd` with the signed operand broadcast; `vpmaddwd` as it is."""
     from ...te import intrinsics_x86 as x86
 
-    if plan.kind == "avx2":
+    if plan.kind in PAIR_KINDS:
         return plan.intrinsic
     swapped = x86.AVX512_VNNI_S8U8 if plan.kind == "avx512_vnni" else x86.AVX_VNNI_S8U8
     return x86.PORTABLE[swapped.name] if plan.intrinsic.name.endswith("_portable") else swapped
 
 
+def flat_plane(c: Any) -> bool:
+    """Whether conv `c` reads each input pixel once for one output pixel (a 1x1 kernel,
+    stride 1, no padding): the column form then runs over the flattened `h x w` plane, so
+    only the plane's end is padded to whole vectors, not every row (a 7-column row in 16
+    lanes wastes 9)."""
+    from .conv2d import _ints
+
+    KH, KW = _ints(c.weight.shape)[2:]
+    return (KH, KW) == (1, 1) and tuple(c.strides) == (1, 1) and not any(sum(c.pads, ()))
+
+
+def column_width(c: Any) -> int:
+    """The columns of one row of the column form: the output width, or the whole plane
+    (`flat_plane`)."""
+    _, _, OH, OW = c.out_shape
+    return int(OH * OW) if flat_plane(c) else int(OW)
+
+
 def _column_tile(target: Target, out_channels: int, width: int, lanes: int) -> tuple[int, int]:
     """(channels, vectors) of the register tile of the column form: `channels` x `vectors`
-    accumulators, leaving registers for the data vectors and a broadcast weight."""
-    vecs = max(1, min(3 if _registers(target) >= 32 else 2, -(-width // lanes)))
+    accumulators, leaving registers for the data vectors and a broadcast weight. Of the
+    vector counts up to the register budget, the one padding `width` least (the widest of
+    those)."""
+    most = max(1, min(3 if _registers(target) >= 32 else 2, -(-width // lanes)))
+    vecs = min(range(most, 0, -1), key=lambda v: -(-width // (v * lanes)) * v)
     rows = max(1, min(8, out_channels, (_registers(target) - vecs - 2) // vecs))
     return rows, vecs
 
@@ -607,8 +636,9 @@ def _schedule_conv2d_columns(
     OC = int(getattr(c.weight.shape[0], "value", 0))
     B, _, OH, OW = c.out_shape
     L = plan.lanes
+    flat = flat_plane(c)
     host, parts = install(s, outputs, anchor, "int8.conv2d_columns", kind=plan.kind, ocb=ocb,
-                          vb=vb)  # fmt: skip
+                          vb=vb, flat=flat)  # fmt: skip
     d, acc, res, wsum = parts["d"], parts["acc"], parts["res"], parts.get("wsum")
     rs = s[res]
     rb, roc, roh, row = rs.op.axis
@@ -634,31 +664,55 @@ def _schedule_conv2d_columns(
     if wsum is not None:
         s[wsum].compute_root()
     if host is not anchor:
-        schedule_padded_tail(s, host, target)
+        if flat:
+            _schedule_plane_tail(s, host, target)
+        else:
+            schedule_padded_tail(s, host, target)
+
+
+def _schedule_plane_tail(s: Schedule, host: Tensor, target: Target) -> None:
+    """The tail of a flat-plane conv (`flat_plane`; `host` NCHW at root): each channel's
+    plane as one vectorized loop (its rows fused: the padded result is read at
+    `oh * w + ow`, one contiguous run per channel), parallel over the channels."""
+    from ..parallel_plan import ELEMENT_WEIGHT
+    from . import parallel_rows
+
+    sizes = extents(host.op)
+    st = s[host]
+    b, oc, oh, ow = st.op.axis
+    plane = st.fuse(oh, ow)
+    _, lanes = st.split(plane, factor=target.lanes("int32"))
+    st.vectorize(lanes)
+    work = math.prod(sizes) * ELEMENT_WEIGHT
+    if parallel_rows(st, [b, oc], sizes[:2], None, 1, work, target, PARALLEL_MIN_ELEMENTS) is None:
+        st.fuse(b, oc)
 
 
 def schedule_padded_tail(s: Schedule, host: Tensor, target: Target) -> None:
     """The tail of a conv (`host`, NCHW at root) that reads a result whose rows are padded
-    past the output's width. When no vector width divides the output width but a row holds
-    at least one int32 vector (14 columns), one loop over the rows (`b, c, oh`) with the
-    columns vectorized inside (8 + 6 lanes); otherwise the injective schedule. Fusing such
-    a row with the next axis indexes the padded result by `//` and `%` of the width: a
-    scalar loop that LLVM unrolls into gathers (slower to compile, and to run at 14
-    columns). Rows shorter than a vector (7 columns) keep that form: LLVM's unrolled gathers
-    ran faster than one short vector per row."""
+    past the output's width. When no vector width divides the output width, one loop over
+    the rows (`b, c, oh`) with the columns inside: vectorized when a row holds at least 8
+    int32 lanes (14 columns: 8 + 6 lanes), else a plain loop (7 columns); otherwise the
+    injective schedule. Fusing such a row with the next axis indexes the padded result by
+    `//` and `%` of the width: a scalar loop with a division per element, slower to run
+    (MobileNet's 960-channel 7x7 depthwise kernel: 130 us fused, 37 us by rows on Zen 4)
+    and, unrolled by LLVM into gathers, to compile."""
     from ..parallel_plan import ELEMENT_WEIGHT
     from . import parallel_rows, vector_factor
     from .injective import schedule_injective_stage
 
     sizes = extents(host.op)
-    lanes = target.lanes("int32")
-    if len(sizes) != 4 or sizes[3] < lanes or vector_factor(sizes[3], target.lanes(host.dtype)):
+    if len(sizes) != 4 or vector_factor(sizes[3], target.lanes(host.dtype)):
         schedule_injective_stage(s, host, target)
         return
+    lanes = target.lanes("int32")
+    while lanes > 8 and sizes[3] < lanes:
+        lanes //= 2
     st = s[host]
     b, oc, oh, ow = st.op.axis
-    _, owi = st.split(ow, factor=lanes)
-    st.vectorize(owi)
+    if sizes[3] >= lanes:
+        _, owi = st.split(ow, factor=lanes)
+        st.vectorize(owi)
     work = math.prod(sizes) * ELEMENT_WEIGHT
     rows = parallel_rows(st, [b, oc, oh], sizes[:3], None, 1, work, target, PARALLEL_MIN_ELEMENTS)
     if rows is None:
@@ -666,10 +720,13 @@ def schedule_padded_tail(s: Schedule, host: Tensor, target: Target) -> None:
 
 
 @register_rewrite("int8.conv2d_columns")
-def conv2d_columns_rewrite(op: Any, kind: str, ocb: int, vb: int) -> dict[str, Tensor]:
+def conv2d_columns_rewrite(
+    op: Any, kind: str, ocb: int, vb: int, flat: bool = False
+) -> dict[str, Tensor]:
     """The int8 conv2d anchor `op` (stride 1 along the width) in the column form with plan
     `kind`'s operands, by tiles of `ocb` channels and `vb` column vectors (`"d"`, `"w"`,
-    `"acc"`, `"res"`, and `"wsum"` when the data is shifted)."""
+    `"acc"`, `"res"`, and `"wsum"` when the data is shifted). `flat` (`flat_plane` convs):
+    the data, `acc` and `res` hold each channel's plane as one row."""
     from .conv2d import analyze_conv
 
     c = require(analyze_conv(op), "int8.conv2d_columns", op)
@@ -681,16 +738,23 @@ def conv2d_columns_rewrite(op: Any, kind: str, ocb: int, vb: int) -> dict[str, T
     (sh, _), (dh, dw) = c.strides, c.dilation
     pt, pl = c.pads[0][0], c.pads[1][0]
     L, G = plan.lanes, plan.group
+    rows, cols = (1, OH * OW) if flat else (OH, OW)
     ocp = -(-OC // ocb) * ocb
-    owp = -(-OW // (vb * L)) * (vb * L)
+    owp = -(-cols // (vb * L)) * (vb * L)
     icp = -(-IC // G) * G
-    hp = (OH - 1) * sh + (KH - 1) * dh + 1
+    hp = (rows - 1) * sh + (KH - 1) * dh + 1
     wp = owp + (KW - 1) * dw
 
     def d_body(b: Var, ico: Var, h: Var, w_: Var, g: Var) -> PrimExpr:
-        hh, ww, ic = h - pt, w_ - pl, ico * G + g
-        inside = all_of(hh >= 0, hh < H, ww >= 0, ww < W, ic < IC)
-        return if_then_else(inside, _to_a(plan, x[b, ic, hh, ww]), const(plan.shift, plan.a_dtype))
+        ic = ico * G + g
+        if flat:
+            inside = all_of(w_ < H * W, ic < IC)
+            value = x[b, ic, w_ // W, w_ % W]
+        else:
+            hh, ww = h - pt, w_ - pl
+            inside = all_of(hh >= 0, hh < H, ww >= 0, ww < W, ic < IC)
+            value = x[b, ic, hh, ww]
+        return if_then_else(inside, _to_a(plan, value), const(plan.shift, plan.a_dtype))
 
     d = compute((B, icp // G, hp, wp, G), d_body, name=f"{x.name}_nc{G}hwc", tag="injective")
 
@@ -708,13 +772,13 @@ def conv2d_columns_rewrite(op: Any, kind: str, ocb: int, vb: int) -> dict[str, T
         xv = cast("int32", d[b, rico.var, oh * sh + rkh.var * dh, ow + rkw.var * dw, rg.var])
         return sum_(wv * xv, axis=[rkh, rkw, rico, rg])
 
-    acc = compute((B, ocp, OH, owp), acc_body, name=f"{c.op.name}_int8", tag=c.op.tag,
+    acc = compute((B, ocp, rows, owp), acc_body, name=f"{c.op.name}_int8", tag=c.op.tag,
                   attrs=c.op.attrs)  # fmt: skip
-    res = compute((B, ocp, OH, owp), lambda *i: acc[i], name=f"{c.op.name}_res")
+    res = compute((B, ocp, rows, owp), lambda *i: acc[i], name=f"{c.op.name}_res")
     wsum = _conv_weight_sum(wt, plan.shift) if plan.shift else None
 
     def view(b: Var, oc: Var, oh: Var, ow: Var) -> PrimExpr:
-        value = res[b, oc, oh, ow]
+        value = res[b, oc, 0, oh * OW + ow] if flat else res[b, oc, oh, ow]
         return value - wsum[oc] if wsum is not None else value
 
     parts = {"view": anchor_view(op, view), "d": d, "w": w, "acc": acc, "res": res}

@@ -6,7 +6,8 @@ For stride `sw` in {1, 2} along the width, one channel's input is rebuilt once a
 pairs `pairs[r, q, g] = x_padded[r, q*sw + g]`, so the two taps of pair `t` for output
 column `ow` are `pairs[row, ow + t*2/sw, :]` (stride 1: each column next to its right
 neighbour; stride 2: the input row as it lies), and `L` consecutive columns are one
-contiguous `L x 2` block, the `b` operand of `avx2_i16` with the weight pair broadcast:
+contiguous `L x 2` block, the `b` operand of `avx2_i16` (`avx512bw_i16` with 16 lanes) with
+the weight pair broadcast:
 
     for n, c (fused, parallel):                                # one channel plane
       pairs[r, q, g] = int16(x[n, c, r - pt, q*sw + g - pl])   (0 outside)
@@ -32,7 +33,7 @@ from . import PARALLEL_MIN_WORK, Schedule
 from .dense import anchor_view, install, require
 
 LANES = 8
-"""int32 lanes of `vpmaddwd` on ymm."""
+"""int32 lanes of `vpmaddwd` on ymm (16 on zmm, with AVX-512BW: `pair_lanes`)."""
 
 VECTORS = 4
 """Column vectors (accumulators) per register tile."""
@@ -58,6 +59,40 @@ def _depthwise_form(c: Any) -> tuple[int, int, int, int, int] | None:
     return channels, h, w, kh, kw
 
 
+WHOLE_ROW_VECTORS = 8
+"""Most column vectors (accumulators) of a tile that covers a row exactly (`pair_tile`)."""
+
+
+def pair_tile(target: Target, width: int) -> tuple[int, int]:
+    """(lanes, vectors) of the register tile for rows of `width` output columns. Lanes are
+    16 (`vpmaddwd` zmm) on a 512-bit AVX-512BW target (or under `force_plan("avx512bw")`),
+    else 8. A tile of up to `WHOLE_ROW_VECTORS` vectors that divides the row exactly comes
+    first (56 columns: 7 x 8; 112: 7 x 16): each channel's result is then computed inside
+    the tail's loop over channels, instead of stored whole (padded) and read back. Else the
+    lanes padding the row least (7 columns: 8) and up to `VECTORS` vectors."""
+    from .int8 import _FORCED
+
+    if _FORCED:
+        wide = _FORCED[-1][0] == "avx512bw"
+    else:
+        wide = target.has_feature("avx512bw") and target.vector_bits >= 512
+    choices = (2 * LANES, LANES) if wide else (LANES,)
+    for lanes in choices:
+        if width % lanes == 0 and width // lanes <= WHOLE_ROW_VECTORS:
+            return lanes, width // lanes
+    for lanes in choices:
+        for vectors in range(VECTORS, 0, -1):
+            if width % (vectors * lanes) == 0:
+                return lanes, vectors
+
+    def padded(lanes: int) -> int:
+        tile = max(1, min(VECTORS, -(-width // lanes))) * lanes
+        return -(-width // tile) * tile
+
+    lanes = min(choices, key=lambda n: (padded(n), -n))
+    return lanes, max(1, min(VECTORS, -(-width // lanes)))
+
+
 def schedule_depthwise_int8(
     s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target, portable: bool = False
 ) -> bool:
@@ -74,17 +109,17 @@ def schedule_depthwise_int8(
         return False
     n_, ch, oh_, ow_ = c.out_shape
     kh, kw = _depthwise_form(c)[3:]  # type: ignore[index]
-    vb = max(1, min(VECTORS, -(-ow_ // LANES)))
-    host, parts = install(s, outputs, anchor, "int8.depthwise_pairs", vb=vb)
+    lanes, vb = pair_tile(target, ow_)
+    host, parts = install(s, outputs, anchor, "int8.depthwise_pairs", vb=vb, lanes=lanes)
     pairs, acc, res = parts["pairs"], parts["acc"], parts["res"]
     parallel = target.num_threads > 1 and n_ * ch * oh_ * ow_ * kh * kw >= PARALLEL_MIN_WORK
     rs = s[res]
-    if ow_ % (vb * LANES) == 0:
+    if ow_ % (vb * lanes) == 0:
         # whole tiles: each channel's result is computed inside the tail's channel loop
         st = s[host]
         n, oc, _, ow = st.op.axis
         plane = st.fuse(n, oc)
-        _, owl = st.split(ow, factor=LANES)
+        _, owl = st.split(ow, factor=lanes)
         st.vectorize(owl)
         if parallel:
             st.parallel(plane)
@@ -100,26 +135,28 @@ def schedule_depthwise_int8(
         schedule_padded_tail(s, host, target)
     s[pairs].unroll(s[pairs].op.axis[-1])
     _, _, _, rw = rs.op.axis
-    rwo, rwi = rs.split(rw, factor=vb * LANES)
-    _, rwl = rs.split(rwi, factor=LANES)
+    rwo, rwi = rs.split(rw, factor=vb * lanes)
+    _, rwl = rs.split(rwi, factor=lanes)
     rs.vectorize(rwl)
     ast = s[acc]
     ast.compute_at(rs, rwo)
     *outer, aw = ast.op.axis
-    awv, awl = ast.split(aw, factor=LANES)
+    awv, awl = ast.split(aw, factor=lanes)
     rkh, rt, rg = ast.op.reduce_axis
     ast.reorder(rkh, rt, *outer, awv, awl, rg)
     ast.unroll(awv)
-    intrinsic = x86.PORTABLE[x86.AVX2_I16.name] if portable else x86.AVX2_I16
+    intrinsic = x86.AVX512BW_I16 if lanes == 2 * LANES else x86.AVX2_I16
+    if portable:
+        intrinsic = x86.PORTABLE[intrinsic.name]
     ast.tensorize(awl, intrinsic)
     s[parts["wpair"]].compute_root()
     return True
 
 
 @register_rewrite("int8.depthwise_pairs")
-def depthwise_pairs_rewrite(op: Any, vb: int) -> dict[str, Tensor]:
+def depthwise_pairs_rewrite(op: Any, vb: int, lanes: int = LANES) -> dict[str, Tensor]:
     """The int8 depthwise anchor `op` over tap pairs (module docstring), tiles of `vb`
-    column vectors (`"pairs"`, `"wpair"`, `"acc"`, `"res"`)."""
+    column vectors of `lanes` lanes (`"pairs"`, `"wpair"`, `"acc"`, `"res"`)."""
     from .conv2d import analyze_conv
 
     c = require(analyze_conv(op), "int8.depthwise_pairs", op)
@@ -132,7 +169,7 @@ def depthwise_pairs_rewrite(op: Any, vb: int) -> dict[str, Tensor]:
     pt, pl = c.pads[0][0], c.pads[1][0]
     taps = -(-kw // 2)
     step = 2 // sw
-    owp = -(-ow_ // (vb * LANES)) * (vb * LANES)
+    owp = -(-ow_ // (vb * lanes)) * (vb * lanes)
     rows = (oh_ - 1) * sh + (kh - 1) * dh + 1
     cols = owp + (taps - 1) * step
 

@@ -657,3 +657,31 @@ def test_malformed_kernels_are_diagnosed():
     clash = elementwise("log1pf", "float32", lambda x, y: op.call("log1p", x))
     with pytest.raises(CodegenError, match="log1pf"):
         compile_module([clash])
+
+
+def test_small_dense_blocks_compile_on_every_vector_width():
+    """A dense of 4 rows by 12 units over 1-3 inputs plus a bias: LLVM 22's SLP vectorizer
+    turned its unrolled scalar block into 512-bit shuffles that aborted the process in
+    instruction selection on AVX-512 hosts (`llvm_target.CODEGEN_OPTIONS` caps SLP vectors
+    at 256 bits). Built in a child process, so an abort fails the test instead of the run."""
+    script = textwrap.dedent(
+        """
+        import numpy as np, relay
+        for k in (1, 2, 3):
+            text = f'''#[version = "0.0.5"]
+        def @main(%x: Tensor[(4, {k}), float32], %w: Tensor[(12, {k}), float32],
+                  %b: Tensor[(12), float32]) {{
+          %0 = nn.dense(%x, %w, units=12);
+          nn.bias_add(%0, %b)
+        }}'''
+            rng = np.random.default_rng(k)
+            x, w, b = (rng.normal(size=s).astype("float32") for s in ((4, k), (12, k), (12,)))
+            mod = relay.parse(text)
+            got = relay.build(mod, params={"w": w, "b": b}).run(x=x)
+            np.testing.assert_allclose(got, x @ w.T + b, rtol=1e-5, atol=1e-5)
+        print("built")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "built"

@@ -20,7 +20,7 @@ from relay.lang import get_op
 from relay.testing.compute_check import apply_compute, assert_matches, run_default_schedule
 
 RNG = np.random.default_rng(5)
-AVX2 = Target.parse("llvm -mcpu=x86-64 -mattr=+avx2,+fma -num-threads=2")
+AVX2 = Target.parse("llvm -mcpu=x86-64 -mattr=+avx2,+fma,-avx512f -num-threads=2")
 
 
 def pack_case(m: int, n: int, k: int, block: int, target: Target = AVX2):

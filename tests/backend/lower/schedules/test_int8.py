@@ -28,7 +28,15 @@ from relay.backend.tir.printer import astext
 from relay.backend.tir.transform import lower_pipeline
 from relay.testing.compute_check import apply_compute
 
-PLANS = ["host", "avx512_vnni", "avx_vnni"]
+PLANS = ["host", "avx512_vnni", "avx_vnni", "avx512bw"]
+
+HOST_INSTRUCTION = {
+    "avx2": "pmadd.wd",
+    "avx512bw": "pmaddw.d.512",
+    "avx512_vnni": "vpdpbusd",
+    "avx_vnni": "vpdpbusd",
+}[choose_plan(Target.host(), "int8", "int8").kind]
+"""What the host plan's products compile to in LLVM IR (the intrinsic's name)."""
 
 
 def plan_context(plan):
@@ -96,7 +104,7 @@ def test_dense_with_requantize_tail_is_exact(plan):
     text = DENSE_TAIL.format(m=m, n=n, k=k, dt="int8", wt="int8")
     model = build_and_compare(text, {"x": x}, {"w": w, "b": b}, plan)
     code = model.library.llvm_ir_unoptimized
-    body = "pmadd.wd" if plan == "host" else "shufflevector"
+    body = HOST_INSTRUCTION if plan == "host" else "shufflevector"
     assert body in code
     assert len(model.kernels) == 1  # product and requantize in one kernel
 
@@ -128,7 +136,8 @@ def test_conv2d_with_requantize_tail_is_exact(plan, shape):
     bias = rng.integers(-3000, 3000, (o, 1, 1)).astype(np.int32)
     text = CONV_TAIL.format(b=b, c=c, h=h, w=w, o=o, kh=kk, kw=kk, s=s, p=p, dt="int8")
     model = build_and_compare(text, {"x": x}, {"k": k, "bias": bias}, plan)
-    assert ("pmadd.wd" if plan == "host" else "shufflevector") in model.library.llvm_ir_unoptimized
+    body = HOST_INSTRUCTION if plan == "host" else "shufflevector"
+    assert body in model.library.llvm_ir_unoptimized
 
 
 @settings(max_examples=6)
@@ -151,13 +160,16 @@ def test_plan_follows_the_target_features():
     host = Target.parse("llvm -mattr=+avx2,-avx512f")
     vnni = Target.parse("llvm -mattr=+avx512f,+avx512bw,+avx512vl,+avx512vnni")
     avx_vnni = Target.parse("llvm -mattr=+avx2,+avxvnni,-avx512f")
+    bw = Target.parse("llvm -mattr=+avx512f,+avx512bw,-avx512vnni,-avxvnni")
     bare = Target.parse("llvm -mattr=-avx2,-avx512f,-avxvnni,-avx512vnni")
     assert choose_plan(host, "int8", "int8").kind == "avx2"
     assert choose_plan(vnni, "int8", "int8").kind == "avx512_vnni"
     assert choose_plan(vnni, "int8", "int8").shift == 128
     assert choose_plan(vnni, "uint8", "int8").shift == 0
-    assert choose_plan(vnni, "int8", "uint8").kind == "avx2"  # vpdpbusd needs s8 weights
+    assert choose_plan(vnni, "int8", "uint8").kind == "avx512bw"  # vpdpbusd needs s8 weights
     assert choose_plan(avx_vnni, "int8", "int8").kind == "avx_vnni"
+    assert choose_plan(bw, "int8", "int8").kind == "avx512bw"
+    assert choose_plan(bw, "int8", "int8").lanes == 16
     assert choose_plan(bare, "int8", "int8") is None
     assert choose_plan(host, "float32", "int8") is None
 
@@ -202,6 +214,31 @@ def test_vnni_plans_compile_to_vpdpbusd(mattr, register, kind):
     assert "vpmaddwd" not in asm
 
 
+def _depthwise():
+    x, k = placeholder((1, 8, 14, 14), "int8", "x"), placeholder((8, 1, 3, 3), "int8", "k")
+    out, _ = apply_compute(
+        "nn.conv2d", [x, k], padding=[1, 1, 1, 1], groups=8, channels=8, out_dtype="int32"
+    )
+    return [x, k], out
+
+
+@pytest.mark.parametrize("kind", ["dense", "conv2d", "depthwise"])
+def test_avx512bw_plan_compiles_to_vpmaddwd_on_zmm(kind):
+    """AVX-512 without VNNI (Skylake-X): int16 pairs on 16 lanes, `vpmaddwd` on zmm; the
+    depthwise conv's 14-column rows take one 16-lane vector instead of two of 8."""
+    target = Target.parse("llvm -mcpu=skylake-avx512 -mattr=-avx512vnni", num_threads=1)
+    assert choose_plan(target, "int8", "int8").kind == "avx512bw"
+    fn, make = {
+        "dense": (schedule_dense_int8, _dense),
+        "conv2d": (schedule_conv2d_int8, _conv),
+        "depthwise": (schedule_conv2d_int8, _depthwise),
+    }[kind]
+    asm = _assembly(target, fn, make)
+    lines = [ln for ln in asm.splitlines() if "vpmaddwd" in ln]
+    assert lines and all("zmm" in ln for ln in lines)
+    assert "vpdpbusd" not in asm
+
+
 DEPTHWISE_TAIL = """#[version = "0.0.5"]
 def @main(%x: Tensor[({b}, {c}, {h}, {w}), {dt}], %k: Tensor[({o}, 1, {kk}, {kk}), int8],
           %bias: Tensor[({o}, 1, 1), int32]) {{
@@ -224,30 +261,39 @@ def @main(%x: Tensor[({b}, {c}, {h}, {w}), {dt}], %k: Tensor[({o}, 1, {kk}, {kk}
         (1, 3, 23, 21, 2, 3, 1, 1, "int8"),
         (1, 6, 7, 7, 1, 5, 2, 2, "uint8"),
         (1, 9, 37, 35, 1, 3, 1, 1, "uint8"),
+        (1, 5, 6, 48, 1, 3, 1, 1, "int8"),
     ],
-    ids=["3x3", "strided-batch2", "multiplier2-wide", "5x5-strided-uint8", "wide-uint8"],
+    ids=[
+        "3x3",
+        "strided-batch2",
+        "multiplier2-wide",
+        "5x5-strided-uint8",
+        "wide-uint8",
+        "whole-row-tiles",
+    ],
 )
-@pytest.mark.parametrize("plan", ["host", "portable"])
+@pytest.mark.parametrize("plan", ["host", "avx2", "avx512bw"])
 def test_depthwise_with_requantize_tail_is_exact(shape, plan):
     """MobileNet's depthwise conv + requantize (bias, relu6 in int32, rounding shift,
     clip, cast) in one native kernel, exact at -128/127/255 on sizes no vector divides;
-    multiplier 1 runs on tap pairs (`vpmaddwd`, or its portable body), multiplier 2 on
-    the widened depthwise schedule."""
+    multiplier 1 runs on tap pairs (`vpmaddwd` on 8 or 16 lanes, or the portable body of
+    a forced plan), multiplier 2 on the widened depthwise schedule."""
     b, c, h, w, mult, kk, s, p, dt = shape
     rng = np.random.default_rng(5)
     x = extremes(rng, (b, c, h, w), dt)
     k = extremes(rng, (c * mult, 1, kk, kk), "int8")
     bias = rng.integers(-3000, 3000, (c * mult, 1, 1)).astype(np.int32)
     text = DEPTHWISE_TAIL.format(b=b, c=c, h=h, w=w, o=c * mult, kk=kk, s=s, p=p, dt=dt)
-    context = force_plan("avx2", portable=True) if plan == "portable" else None
+    context = force_plan(plan, portable=True) if plan != "host" else None
     with context or contextlib.nullcontext():
         model = build_and_compare(text, {"x": x}, {"k": k, "bias": bias}, "host")
     assert len(model.kernels) == 1 and model.stats.fallback_kernels == 0
     code = model.library.llvm_ir_unoptimized
+    pairs = re.compile(r"pmadd\.?w\.?d")
     if mult > 1:
-        assert "pmadd.wd" not in code
+        assert not pairs.search(code)
     else:
-        assert ("pmadd.wd" in code) == (plan == "host")
+        assert bool(pairs.search(code)) == (plan == "host")
 
 
 def test_depthwise_saturates_both_ways():
@@ -271,7 +317,8 @@ def test_conv2d_data_is_interleaved_in_channel_groups():
     """The conv's data conversion writes `[N, C/G, H', W', G]`: the group of `G` channels
     innermost (unrolled) inside the column loop, so each input row is read contiguously
     (vectorized by LLVM) instead of gathering channels pixel by pixel; a stride-1 conv keeps
-    output columns in the vector lanes, so its result is NCHW as the tail reads it."""
+    output columns in the vector lanes, so its result is NCHW as the tail reads it (a 1x1
+    conv's plane flattened into one row: each output row a run of it)."""
     target = Target.parse("llvm -mattr=+avx2,-avx512f", num_threads=1)
     x, k = placeholder((1, 6, 9, 10), "int8", "x"), placeholder((8, 6, 1, 1), "int8", "k")
     out, _ = apply_compute("nn.conv2d", [x, k], out_dtype="int32")
@@ -286,25 +333,29 @@ def test_conv2d_data_is_interleaved_in_channel_groups():
     # stride 1: output columns in the lanes, the result in NCHW (read as it is by the tail)
     product = next(ln for ln in lines if "tensor.x86.pmaddwd.256(" in ln)
     assert re.search(r"x_nc2hwc\[[^\]]*ramp\(0, 1, 16\)\]", product)
-    assert any(re.fullmatch(r"conv2d\[(.*)\] = conv2d_res\[\1\]", ln) for ln in lines)
+    row = r"conv2d\[\w+, (\w+), (\w+), (\w+)\] = conv2d_res\[\w+, \1, 0, \2\*10 \+ \3\]"
+    assert any(re.fullmatch(row, ln) for ln in lines)
 
 
 def _kernel_tir(text, params, threads=1):
-    """The loop IR of the one kernel `text` compiles to (after the loop passes)."""
+    """The loop IR of the one kernel `text` compiles to (after the loop passes) for an AVX2
+    target (the plan and vector widths the layouts below are written for, on any host)."""
     from relay.driver import build
 
     dump = {}
-    build(relay.parse(text), target=f"llvm -num-threads={threads}", params=params, dump=dump)
+    target = f"llvm -mattr=+avx2,-avx512f,-avxvnni -num-threads={threads}"
+    build(relay.parse(text), target=target, params=params, dump=dump)
     return [ln.strip() for ln in dump["tir"].splitlines()]
 
 
 @pytest.mark.parametrize("width", [7, 14])
 def test_short_rows_are_exact_and_compile_to_plain_loops(width):
-    """MobileNet's 7- and 14-column planes: a small plane's data conversion is one loop over
-    all rows (LLVM does not unroll the plane into straight code), and a 14-column tail,
-    reading a result padded to 16 columns, stores whole rows with vectors (8 + 6 lanes)
-    instead of a scalar loop indexing the padded result by `//` and `%`; exact for the 1x1
-    (column form) and depthwise convs, on both plans."""
+    """MobileNet's 7- and 14-column planes. A 1x1 conv runs over the flattened plane: its
+    data conversion has no row loop, and its tail stores each channel's plane with vectors
+    (8 lanes, then the rest) reading the result without `//` or `%`. A 14-column depthwise
+    tail, reading a result padded to 16 columns, stores whole rows with vectors (8 + 6
+    lanes) instead of a scalar loop indexing the padded result by `//` and `%`. Exact on
+    both plans."""
     rng = np.random.default_rng(7)
     c, o = 9, 10
     x = extremes(rng, (1, c, width, width), "int8")
@@ -316,16 +367,17 @@ def test_short_rows_are_exact_and_compile_to_plain_loops(width):
     dk = extremes(rng, (c, 1, 3, 3), "int8")
     depthwise = DEPTHWISE_TAIL.format(b=1, c=c, h=width, w=width, o=c, kk=3, s=1, p=1, dt="int8")
     build_and_compare(depthwise, {"x": x}, {"k": dk, "bias": bias[:c]}, "host")
-    for text, params in ((conv, {"k": k, "bias": bias}), (depthwise, {"k": dk, "bias": bias[:c]})):
-        lines = _kernel_tir(text, params)
+    padded_read = re.compile(r"conv2d_res\[[^\]]*(//|%)")
+    lines = _kernel_tir(conv, {"k": k, "bias": bias})
+    tail = [ln for ln in lines if ln.startswith("cast[")]
+    assert not any(padded_read.search(ln) for ln in tail)
+    assert "int8x8(" in tail[0] and len(tail) == 2
+    assert not any(re.fullmatch(r"for h\w* in serial\(.*", ln) for ln in lines)
+    plane = rf"for w_\w* in serial\(0, {width * width}\):"
+    assert any(re.fullmatch(plane, ln) for ln in lines)
+    if width == 14:
+        lines = _kernel_tir(depthwise, {"k": dk, "bias": bias[:c]})
         tail = [ln for ln in lines if ln.startswith("cast[")]
-        if width == 14:
-            assert len(tail) == 2
-            assert not any(re.search(r"conv2d_res\[[^\]]*(//|%)", ln) for ln in tail)
-            assert "int8x8(" in tail[0] and "int8x6(" in tail[1]
-        if text is conv and width == 7:
-            # the data conversion's rows and channel groups in one loop, no row loop inside
-            assert not any(re.fullmatch(r"for h\w* in serial\(.*", ln) for ln in lines)
-            assert any(
-                re.fullmatch(r"for b_ico_fused_h_fused\w* in serial\(0, 35\):", ln) for ln in lines
-            )
+        assert len(tail) == 2
+        assert not any(padded_read.search(ln) for ln in tail)
+        assert "int8x8(" in tail[0] and "int8x6(" in tail[1]
