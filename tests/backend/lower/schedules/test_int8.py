@@ -381,3 +381,20 @@ def test_short_rows_are_exact_and_compile_to_plain_loops(width):
         assert len(tail) == 2
         assert not any(padded_read.search(ln) for ln in tail)
         assert "int8x8(" in tail[0] and "int8x6(" in tail[1]
+
+
+def test_1x1_conv_computes_each_channel_block_inside_its_tail():
+    """A 1x1 conv whose planes split into whole tiles and whose channels into whole blocks
+    computes each block's result inside the tail's loop over the blocks (a buffer of one
+    block, not of all channels); exact on every plan."""
+    rng = np.random.default_rng(11)
+    c, o, h = 9, 24, 8
+    x = extremes(rng, (1, c, h, h), "int8")
+    k = extremes(rng, (o, c, 1, 1), "int8")
+    bias = rng.integers(-3000, 3000, (o, 1, 1)).astype(np.int32)
+    conv = CONV_TAIL.format(b=1, c=c, h=h, w=h, o=o, kh=1, kw=1, s=1, p=0, dt="int8")
+    for plan in PLANS:
+        build_and_compare(conv, {"x": x}, {"k": k, "bias": bias}, plan)
+    lines = _kernel_tir(conv, {"k": k, "bias": bias})
+    assert any(re.fullmatch(r"allocate conv2d_res: int32\[\d+\] local", ln) for ln in lines)
+    assert not any(re.fullmatch(r"allocate conv2d_res: .* global", ln) for ln in lines)
