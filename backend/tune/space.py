@@ -77,6 +77,7 @@ from ..lower.schedules.dense import (
 from ..lower.schedules.int8 import (
     analyze_conv2d_int8,
     analyze_dense_int8,
+    column_width,
     conv2d_int8_tile,
     dense_int8_tile,
 )
@@ -308,7 +309,7 @@ def conv2d_int8_space(anchor: Tensor, target: Target) -> ConfigSpace:
     tile = conv2d_int8_tile(c, plan, target)
     out_channels, width = _int(c.weight.shape[0]), c.out_shape[3]
     if "channels" in tile:  # the column form: channels x vectors of columns
-        most = (out_channels, -(-width // plan.lanes))
+        most = (out_channels, -(-column_width(c) // plan.lanes))
         return _tile_knobs(("channels", "vectors"), (tile["channels"], tile["vectors"]), most)
     most = (width, -(-out_channels // plan.lanes))
     return _tile_knobs(("columns", "vectors"), (tile["columns"], tile["vectors"]), most)

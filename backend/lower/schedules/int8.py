@@ -28,19 +28,22 @@ conv2d (NCHW/OIHW, groups 1): the data converted once to `d[N, C/G, H', W', G]` 
 each group of `G` channels interleaved: one pass over `G` contiguous input rows, vectorized
 by LLVM), the weight packed at build time, then one of two forms:
 
-* stride 1 along the width (`_schedule_conv2d_columns`, every 1x1 and stride-1 conv): output
-  columns in the lanes. A register tile of `OCB` channels by `VB` column vectors accumulates
+* the column form (`column_form`: unpadded 1x1 convs, and stride-1 convs whose rows fill
+  the vectors; `_schedule_conv2d_columns`): output columns in the lanes. A register tile of
+  `OCB` channels by `VB` column vectors accumulates
   `dot(acc, w[oc, kh, kw, ico, :], d[n, ico, oh*sh + kh, ow + kw : +L, :])` over
   `(kh, kw, ic/G)`, the weight pair (or quad) broadcast and the `L` x `G` data block loaded
   as it lies; the result `res[N, OC, OH, OW']` is NCHW, so the tail reads contiguous rows.
-  With VNNI the broadcast operand is the signed weight (`vpdpbusd` `s8u8` form).
+  With VNNI the broadcast operand is the signed weight (`vpdpbusd` `s8u8` form). An
+  unpadded 1x1 conv runs over its flattened output plane (`flat_plane`: one row of
+  `OH * OW` columns, the data conversion picking the strided pixels), and where the plane
+  splits into whole tiles each block of channels is computed inside the tail's loop.
 * otherwise: output channels in the lanes: a tile of `OWT` columns by `VB` channel vectors
   over `(kh, kw, ic/G)`, the data group broadcast, the weight `[OC/L, KH, KW, IC/G, L, G]`
   in the lanes, stored channel-blocked `res[N, OC/L, OH, OW, L]`; the tail reads it back in
   NCHW with the `L` channels of a block inside each output row (`_schedule_tail`).
 
-Depthwise convs (`groups` = channels) are not tensorized: the depthwise schedule
-(`depthwise.py`) runs them on int8 as on float, widening each tap to int32 in registers.
+Depthwise convs (`groups` = channels) run on tap pairs (`int8_depthwise.py`).
 """
 
 from __future__ import annotations
@@ -384,11 +387,11 @@ def analyze_conv2d_int8(op: Any, target: Target) -> tuple[Any, DotPlan] | None:
 
 def conv2d_int8_tile(c: Any, plan: DotPlan, target: Target) -> dict[str, int]:
     """The default register tile of the int8 conv nest of `c`: the column form's
-    `{"channels", "vectors"}` (stride 1 along the width), else the channel form's
+    `{"channels", "vectors"}` (`column_form`), else the channel form's
     `{"columns", "vectors"}`."""
     OC = int(getattr(c.weight.shape[0], "value", 0))
     OW = c.out_shape[3]
-    if c.strides[1] == 1:
+    if column_form(c, plan):
         ocb, vb = _column_tile(target, OC, column_width(c), plan.lanes)
         return {"channels": ocb, "vectors": vb}
     owt, vb = _tile(target, OC, plan.lanes)
@@ -418,7 +421,7 @@ def schedule_conv2d_int8(
         return False
     c, plan = found
     tile = {**conv2d_int8_tile(c, plan, target), **(config or {})}
-    if c.strides[1] == 1:
+    if column_form(c, plan):
         ocb, vb = int(tile["channels"]), int(tile["vectors"])
         _schedule_conv2d_columns(s, outputs, anchor, c, plan, target, ocb, vb)
         return True
@@ -591,14 +594,30 @@ def _lanes_intrinsic(plan: DotPlan) -> TensorIntrinsic:
 
 
 def flat_plane(c: Any) -> bool:
-    """Whether conv `c` reads each input pixel once for one output pixel (a 1x1 kernel,
-    stride 1, no padding): the column form then runs over the flattened `h x w` plane, so
-    only the plane's end is padded to whole vectors, not every row (a 7-column row in 16
-    lanes wastes 9)."""
+    """Whether conv `c` reads one input pixel for each output pixel (a 1x1 kernel, no
+    padding, any stride): the column form then runs over the flattened output plane (the
+    data conversion picks the strided pixels), so only the plane's end is padded to whole
+    vectors, not every row (a 7-column row in 16 lanes wastes 9)."""
     from .conv2d import _ints
 
     KH, KW = _ints(c.weight.shape)[2:]
-    return (KH, KW) == (1, 1) and tuple(c.strides) == (1, 1) and not any(sum(c.pads, ()))
+    return (KH, KW) == (1, 1) and not any(sum(c.pads, ()))
+
+
+ROW_PADDING_MAX = 1.25
+"""Most a row's width may grow, padded to whole vectors, for a conv to take the column form
+(ResNet's 7-column 3x3 convs in 16 lanes: 2.3x; they take the channel form)."""
+
+
+def column_form(c: Any, plan: DotPlan) -> bool:
+    """Whether conv `c` runs in the column form (output columns in the lanes): flat-plane
+    convs, and stride-1 convs whose rows pad to whole vectors by at most `ROW_PADDING_MAX`;
+    others put output channels in the lanes."""
+    if flat_plane(c):
+        return True
+    width = int(c.out_shape[3])
+    padded = -(-width // plan.lanes) * plan.lanes
+    return c.strides[1] == 1 and padded <= ROW_PADDING_MAX * width
 
 
 def column_width(c: Any) -> int:
@@ -629,7 +648,7 @@ def _schedule_conv2d_columns(
     ocb: int,
     vb: int,
 ) -> None:
-    """The column form of the int8 conv (stride 1 along the width): output columns in the
+    """The column form of the int8 conv (`column_form`): output columns in the
     vector lanes, `ocb` output channels (broadcast weights) by `vb` column vectors per
     register tile, the result in NCHW (`res`), so the requantize tail reads contiguous
     rows; the data interleaved in channel groups (`_schedule_data`)."""
@@ -755,7 +774,7 @@ def schedule_padded_tail(s: Schedule, host: Tensor, target: Target) -> None:
 def conv2d_columns_rewrite(
     op: Any, kind: str, ocb: int, vb: int, flat: bool = False
 ) -> dict[str, Tensor]:
-    """The int8 conv2d anchor `op` (stride 1 along the width) in the column form with plan
+    """The int8 conv2d anchor `op` (`column_form`) in the column form with plan
     `kind`'s operands, by tiles of `ocb` channels and `vb` column vectors (`"d"`, `"w"`,
     `"acc"`, `"res"`, and `"wsum"` when the data is shifted). `flat` (`flat_plane` convs):
     the data, `acc` and `res` hold each channel's plane as one row."""
@@ -780,8 +799,8 @@ def conv2d_columns_rewrite(
     def d_body(b: Var, ico: Var, h: Var, w_: Var, g: Var) -> PrimExpr:
         ic = ico * G + g
         if flat:
-            inside = all_of(w_ < H * W, ic < IC)
-            value = x[b, ic, w_ // W, w_ % W]
+            inside = all_of(w_ < OH * OW, ic < IC)
+            value = x[b, ic, w_ // OW * sh, w_ % OW * c.strides[1]]
         else:
             hh, ww = h - pt, w_ - pl
             inside = all_of(hh >= 0, hh < H, ww >= 0, ww < W, ic < IC)

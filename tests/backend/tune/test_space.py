@@ -58,7 +58,7 @@ def test_default_config_gives_the_default_schedule_depthwise(stride):
     ("model", "names"),
     [
         (int8_dense_model(), {"rows", "vectors"}),
-        (int8_conv_model(stride=1), {"channels", "vectors"}),
+        (int8_conv_model(w=15, stride=1), {"channels", "vectors"}),
         (int8_conv_model(stride=2), {"columns", "vectors"}),
     ],
 )

@@ -125,8 +125,14 @@ def test_dense_weights_as_inputs_and_uint8_data(plan):
 @pytest.mark.parametrize("plan", PLANS)
 @pytest.mark.parametrize(
     "shape",
-    [(1, 5, 9, 11, 13, 3, 1, 1), (2, 7, 10, 9, 19, 3, 2, 1), (1, 3, 6, 7, 10, 1, 1, 0)],
-    ids=["3x3", "strided-batch2", "1x1"],
+    [
+        (1, 5, 9, 11, 13, 3, 1, 1),
+        (2, 7, 10, 9, 19, 3, 2, 1),
+        (1, 3, 6, 7, 10, 1, 1, 0),
+        (2, 7, 10, 9, 19, 1, 2, 0),
+        (1, 5, 7, 7, 20, 3, 1, 1),
+    ],
+    ids=["3x3", "strided-batch2", "1x1", "1x1-strided-batch2", "3x3-short-rows"],
 )
 def test_conv2d_with_requantize_tail_is_exact(plan, shape):
     b, c, h, w, o, kk, s, p = shape
