@@ -238,9 +238,18 @@ def follow_first(info: CallInfo) -> Decision | None:
 def broadcast(info: CallInfo) -> Decision | None:
     """Broadcasting elementwise: the result takes the layout of the first argument of
     full rank that has one; arguments of that rank are converted to it, lower-rank ones
-    (aligned on the right, as broadcasting does) are expanded and converted, scalars stay."""
+    (aligned on the right, as broadcasting does) are expanded and converted, scalars stay.
+    Integer arithmetic with a full-rank argument in the original layout stays there: that
+    argument comes from an operator that was not packed (the int8 convolutions of a
+    quantized model), as will the integer operators after it (a quantized ResNet's
+    residual adds packed their conv's output, then unpacked the sum for the next conv)."""
     out = info.out_type
     if not isinstance(out, TensorType):
+        return None
+    if not out.dtype.startswith(("float", "bfloat")) and any(
+        t is None and isinstance(ty, TensorType) and ty.ndim == out.ndim
+        for t, ty in zip(info.in_tags, info.in_types)
+    ):
         return None
     chosen = next(
         (

@@ -497,3 +497,33 @@ def test_example_models_through_the_o3_pipeline(name: str) -> None:
         # the Winograd convolutions stay NCHW: a pair of transforms around each of them
         winograd = ops["nn.contrib_conv2d_winograd_without_weight_transform"]
         assert ops["layout_transform"] <= 2 + 2 * winograd
+
+
+RESIDUAL = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 16, 8, 8), float32], %w: Tensor[(16, 16, 3, 3), float32],
+          %y: Tensor[(1, 16, 8, 8), {dtype}]) {{
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=16, kernel_size=[3, 3]);
+  %1 = cast(%0, dtype="{dtype}");
+  add(%1, %y)
+}}"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_integer_sums_with_an_unpacked_operand_stay_unpacked(dtype: str) -> None:
+    """A quantized ResNet's residual add: an integer sum of a packed conv's value and one in
+    the original layout (from an int8 conv, which is not packed) runs unpacked, so the sum
+    is not packed and then unpacked again for the next int8 conv; a float sum follows the
+    packed conv as before (the other operand is packed)."""
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=(16, 16, 3, 3)).astype("float32")
+    mod = bind_params(relay.parse(RESIDUAL.format(dtype=dtype)), {"w": w})
+    after = transform.AlterOpLayout(8)(mod)
+    if dtype == "int32":
+        assert layouts(after) == [("NCHW", "NCHW8c"), ("NCHW8c", "NCHW")], after.astext()
+        (add,) = calls_of(after, "add")
+        assert add.args[1].name_hint == "y"
+    else:
+        assert layouts(after) == [("NCHW", "NCHW8c"), ("NCHW", "NCHW8c"), ("NCHW8c", "NCHW")]
+    x = rng.normal(size=(1, 16, 8, 8)).astype("float32")
+    y = rng.integers(-50, 50, (1, 16, 8, 8)).astype(dtype)
+    assert_same_values(mod, after, x=x, y=y)
