@@ -1,10 +1,11 @@
 """Loads, stores and allocations for the kernel emitter.
 
 A `Ramp` index with stride 1 is one vector load/store; stride 0 or a `Broadcast` index is one
-scalar load broadcast to every lane; any other vector index is a gather/scatter
-(`llvm.masked.gather`/`scatter`). Under a lane mask (a vector `if_then_else` side), loads are
-masked (`llvm.masked.load`/`gather`, inactive lanes read nothing and give 0) and a scalar
-load runs only if some lane is active. Alignment is the element size, raised to what the index
+scalar load broadcast to every lane; a load with a constant stride spanning at most
+`STRIDED_SPAN_BYTES` is one load of the span and a shuffle; any other vector index is a
+gather/scatter (`llvm.masked.gather`/`scatter`). Under a lane mask (a vector `if_then_else`
+side), loads are masked (`llvm.masked.load`/`gather`, inactive lanes read nothing and give
+0) and a scalar load runs only if some lane is active. Alignment is the element size, raised to what the index
 provably is a multiple of (all buffers start 64-byte aligned).
 
 `Allocate` of at most 64 KiB (and while the function's stack use stays under
@@ -158,6 +159,12 @@ def load(em: KernelEmitter, e: tx.BufferLoad) -> Step:
             )
             v = b.call(fn, [ptr, ir.Constant(I32, align), mask, ir.Constant(vty, None)])
         return _from_memory(em, buf, v)
+    stride = _const_value(index.stride) if isinstance(index, tx.Ramp) else None
+    if mask is None and stride is not None and stride > 1:
+        span_bytes = ((n - 1) * stride + 1) * elem_bytes(buf.dtype)
+        if span_bytes <= STRIDED_SPAN_BYTES:
+            assert isinstance(index, tx.Ramp)
+            return (yield from _strided_load(em, buf, index, stride, mty))
     idx = yield em.expr(index)
     ptrs = _gep(em, buf, idx)
     pty = ptrs.type
@@ -166,6 +173,30 @@ def load(em: KernelEmitter, e: tx.BufferLoad) -> Step:
     )
     m = mask if mask is not None else _all_true(n)
     v = b.call(fn, [ptrs, ir.Constant(I32, elem_bytes(buf.dtype)), m, ir.Constant(vty, None)])
+    return _from_memory(em, buf, v)
+
+
+STRIDED_SPAN_BYTES = 256
+"""Most bytes a strided vector load may span to be read as one contiguous load and a
+shuffle (`_strided_load`) instead of a gather."""
+
+
+def _strided_load(
+    em: KernelEmitter, buf: Buffer, index: tx.Ramp, stride: int, mty: ir.Type
+) -> Step:
+    """A load of `n` elements `stride` apart as one contiguous load of the span from the
+    first to the last and a shuffle picking every `stride`-th: every address read lies
+    between two the gather would read, so it is in the buffer. An int8 16x16 block
+    transpose (`NCHW16c` -> `NCHW`) becomes byte permutes instead of 16 scalar loads per
+    vector."""
+    b = em.builder
+    n = index.lanes
+    span = (n - 1) * stride + 1
+    i = yield em.expr(index.base)
+    ptr = _gep(em, buf, i)
+    wide = b.load(ptr, typ=ir.VectorType(mty, span), align=elem_bytes(buf.dtype))
+    pick = ir.Constant(ir.VectorType(I32, n), [k * stride for k in range(n)])
+    v = b.shuffle_vector(wide, ir.Constant(ir.VectorType(mty, span), ir.Undefined), pick)
     return _from_memory(em, buf, v)
 
 

@@ -115,15 +115,16 @@ def test_sum_reduction_rows():
 def test_ramp_broadcast_gather_and_scatter():
     n = 64
     src, dst, sc = (
-        buf("src", 3 * n, "float32"),
+        buf("src", 5 * n, "float32"),
         buf("dst", n, "float32"),
         buf("sc", 3 * n, "float32"),
     )
     i = V("i")
+    # stride 5 over 16 lanes spans 304 bytes: past STRIDED_SPAN_BYTES, a gather
     gather = loop(
         i,
         n // 16,
-        store(dst, tir.BufferLoad(src, [ramp(i * 32, 16, 2)]) * bcast(2.0, 16), ramp(i * 16, 16)),
+        store(dst, tir.BufferLoad(src, [ramp(i * 80, 16, 5)]) * bcast(2.0, 16), ramp(i * 16, 16)),
     )
     scatter = loop(
         i, n // 16, store(sc, tir.BufferLoad(dst, [ramp(i * 16, 16)]), ramp(i * 48, 16, 3))
@@ -137,16 +138,38 @@ def test_ramp_broadcast_gather_and_scatter():
         ]
     )
     assert "llvm.masked.gather" in lib.llvm_ir
-    s = arr(np.arange(3 * n), "float32")
+    s = arr(np.arange(5 * n), "float32")
     d = zeros(n, "float32")
     lib.run("gather", s, d)
-    np.testing.assert_array_equal(d, s[: 2 * n : 2] * 2)
+    np.testing.assert_array_equal(d, s[::5] * 2)
     out = zeros(3 * n, "float32")
     lib.run("scatter", d, out)
     np.testing.assert_array_equal(out[::3], d)
     assert not out[1::3].any()
     lib.run("same", s, d)
     np.testing.assert_array_equal(d[:8], np.full(8, 5.0))
+
+
+@pytest.mark.parametrize(("dtype", "stride"), [("int8", 16), ("float32", 2), ("int16", 3)])
+def test_short_strided_loads_are_one_load_and_a_shuffle(dtype, stride):
+    """A strided vector load spanning at most `STRIDED_SPAN_BYTES` (a 16x16 int8 block
+    transpose, as `NCHW16c -> NCHW` does) is one contiguous load of the span and a shuffle,
+    not a gather; it reads nothing past the last element it picks (the source ends there)."""
+    lanes = 16
+    rows = stride  # out[r, k] = src[k * stride + r]: a transpose of a lanes x stride block
+    span = (lanes - 1) * stride + 1
+    src, dst = buf("src", span + rows - 1, dtype), buf("dst", rows * lanes, dtype)
+    r = V("r")
+    body = loop(
+        r, rows, store(dst, tir.BufferLoad(src, [ramp(r, lanes, stride)]), ramp(r * lanes, lanes))
+    )
+    lib = compile_module([tir.PrimFunc("transpose", (src, dst), body)])
+    assert "llvm.masked.gather" not in lib.llvm_ir and "shufflevector" in lib.llvm_ir
+    s = arr(np.arange(span + rows - 1) % 100, dtype)
+    d = zeros(rows * lanes, dtype)
+    lib.run("transpose", s, d)
+    want = np.stack([s[k : k + (lanes - 1) * stride + 1 : stride] for k in range(rows)])
+    np.testing.assert_array_equal(d.reshape(rows, lanes), want)
 
 
 def test_vector_index_gather_from_loaded_indices():
