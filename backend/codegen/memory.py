@@ -5,8 +5,8 @@ scalar load broadcast to every lane; a load with a constant stride spanning at m
 `STRIDED_SPAN_BYTES` is one load of the span and a shuffle; any other vector index is a
 gather/scatter (`llvm.masked.gather`/`scatter`). Under a lane mask (a vector `if_then_else`
 side), loads are masked (`llvm.masked.load`/`gather`, inactive lanes read nothing and give
-0) and a scalar load runs only if some lane is active. Alignment is the element size, raised to what the index
-provably is a multiple of (all buffers start 64-byte aligned).
+0) and a scalar load runs only if some lane is active. Alignment is the element size,
+raised to what the index provably is a multiple of (all buffers start 64-byte aligned).
 
 `Allocate` of at most 64 KiB (and while the function's stack use stays under
 `MAX_STACK_BYTES`) is a 64-byte-aligned `alloca` in the entry block; larger ones are
