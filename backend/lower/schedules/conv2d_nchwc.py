@@ -67,9 +67,13 @@ from . import PARALLEL_MIN_WORK, Schedule, ScheduleRule, last_stage
 from .conv2d import Conv2D, _ints, analyze_conv
 from .dense import VECTOR_REGISTERS, anchor_view, install, require
 
-ACCUMULATOR_BUDGET = {32: 24, 16: 12}
+ACCUMULATOR_BUDGET = {32: 21, 16: 12}
 """Vector accumulators a conv2d_NCHWc register block may use, per register count (the rest
-hold the weight vectors and the broadcast input)."""
+hold the weight vectors and the broadcast input). With 32 registers (AVX-512), 24 (3 x 8)
+ran MobileNet-v2's 24->144 1x1 conv at half the speed of 3 x 4 on Zen 4 (328 vs 160 us), with
+8 broadcasts and 3 weight vectors live beside them; 21 made MobileNet-v2 3.5-6% and
+ResNet-18 1.5-2% faster than 24 (A/B in one process, bench/ab_models.py); 18 and 16 were in
+between."""
 
 WEIGHT_BLOCK_BYTES = 24 * 1024
 """conv2d_NCHWc walks the input channels in blocks whose weights (for one register block
