@@ -1,28 +1,32 @@
-"""int8 depthwise conv2d (NCHW, one output channel per input channel) with `vpmaddwd`: two
-taps of a kernel row per instruction instead of one widened int32 multiply per tap.
+"""int8 depthwise conv2d (NCHW, one output channel per input channel): two taps of a kernel
+row per `vpmaddwd` (int16 pairs), or four per VNNI `vpdpbusd` (byte quads), instead of one
+widened int32 multiply per tap.
 
-Taps come in pairs along the kernel row (`kw = 2t, 2t + 1`; an odd row gets a zero tap).
-For stride `sw` in {1, 2} along the width, one channel's input is rebuilt once as int16
-pairs `pairs[r, q, g] = x_padded[r, q*sw + g]`, so the two taps of pair `t` for output
-column `ow` are `pairs[row, ow + t*2/sw, :]` (stride 1: each column next to its right
-neighbour; stride 2: the input row as it lies), and `L` consecutive columns are one
-contiguous `L x 2` block, the `b` operand of `avx2_i16` (`avx512bw_i16` with 16 lanes) with
-the weight pair broadcast:
+Taps come in groups of `G` along the kernel row (`kw = G*t .. G*t + G-1`; missing taps get
+a zero weight). For stride `sw` in {1, 2} along the width, one channel's input is rebuilt
+once as `pairs[r, q, g] = x_padded[r, q*sw + g]` (`G` = 2: int16; `G` = 4: uint8, the int8
+data plus 128, padding 128), so the taps of group `t` for output column `ow` are
+`pairs[row, ow + t*G/sw, :]`, and `L` consecutive columns are one contiguous `L x G` block:
+the lane operand of `avx2_i16` / `avx512bw_i16` (pairs, 8 / 16 lanes) or of
+`avx_vnni_s8u8` / `avx512_vnni_s8u8` (quads, 8 / 16 lanes), with the weight group
+broadcast (`tap_groups` picks by the int8 plan, `row_tile` the lanes and tile):
 
     for n, c (fused, parallel):                                # one channel plane
-      pairs[r, q, g] = int16(x[n, c, r - pt, q*sw + g - pl])   (0 outside)
+      pairs[r, q, g] = x[n, c, r - pt, q*sw + g - pl] (+128)    (0 or 128 outside)
       for oh, ow.outer:                                         # VB vectors of L columns
-        acc[ow : +L] = sum over kh, t of vpmaddwd(pairs[oh*sh + kh, ow + t*2/sw : +L, :],
-                                                  wpair[c, kh, t, :])
-        res[n, c, oh, ow] = acc
+        acc[ow : +L] = sum over kh, t of dot(pairs[oh*sh + kh, ow + t*G/sw : +L, :],
+                                             wgroup[c, kh, t, :])
+        res[n, c, oh, ow] = acc (- 128 * sum(w[c]) for shifted quads)
       out[n, c, oh, ow] = tail(res[n, c, oh, ow])               # requantize, vectorized
 
-Exact: int8 (or uint8) values in int16, products summed in pairs into int32 lanes.
+Exact: products of 8-bit values summed into int32 lanes (no saturating instruction).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from attrs import frozen
 
 from ...target import Target
 from ...te.rewrite import register_rewrite
@@ -33,7 +37,7 @@ from . import PARALLEL_MIN_WORK, Schedule
 from .dense import anchor_view, install, require
 
 LANES = 8
-"""int32 lanes of `vpmaddwd` on ymm (16 on zmm, with AVX-512BW: `pair_lanes`)."""
+"""int32 lanes of a ymm register (16 of a zmm register: `tap_groups`)."""
 
 VECTORS = 4
 """Column vectors (accumulators) per register tile."""
@@ -60,23 +64,43 @@ def _depthwise_form(c: Any) -> tuple[int, int, int, int, int] | None:
 
 
 WHOLE_ROW_VECTORS = 8
-"""Most column vectors (accumulators) of a tile that covers a row exactly (`pair_tile`)."""
+"""Most column vectors (accumulators) of a tile that covers a row exactly (`row_tile`)."""
 
 
-def pair_tile(target: Target, width: int) -> tuple[int, int]:
-    """(lanes, vectors) of the register tile for rows of `width` output columns. Lanes are
-    16 (`vpmaddwd` zmm) on a 512-bit AVX-512BW target (or under `force_plan("avx512bw")`),
-    else 8. A tile of up to `WHOLE_ROW_VECTORS` vectors that divides the row exactly comes
-    first (56 columns: 7 x 8; 112: 7 x 16): each channel's result is then computed inside
-    the tail's loop over channels, instead of stored whole (padded) and read back. Else the
-    lanes padding the row least (7 columns: 8) and up to `VECTORS` vectors."""
-    from .int8 import _FORCED
+@frozen
+class TapGroups:
+    """How a depthwise kernel's taps are multiplied: `group` taps of a kernel row per
+    instruction (2: `vpmaddwd` on int16 pairs; 4: VNNI `vpdpbusd` on byte quads, the data
+    shifted to uint8 by `shift`), on 16 or 8 int32 lanes (`lane_choices`, widest first)."""
 
+    group: int
+    shift: int
+    lane_choices: tuple[int, ...]
+
+
+def tap_groups(target: Target, data_dtype: str, weight_dtype: str) -> TapGroups:
+    """Quads when the int8 plan of `target` (`int8.choose_plan`, `force_plan` included) is
+    VNNI (int8 weights), 16 lanes with AVX-512 VNNI and 8 with VNNI on ymm; else pairs, 16
+    lanes on a 512-bit AVX-512BW target (or under `force_plan("avx512bw")`), else 8."""
+    from .int8 import _FORCED, choose_plan
+
+    plan = choose_plan(target, data_dtype, weight_dtype)
+    if plan is not None and plan.kind in ("avx512_vnni", "avx_vnni"):
+        lanes = (2 * LANES, LANES) if plan.kind == "avx512_vnni" else (LANES,)
+        return TapGroups(4, plan.shift, lanes)
     if _FORCED:
         wide = _FORCED[-1][0] == "avx512bw"
     else:
         wide = target.has_feature("avx512bw") and target.vector_bits >= 512
-    choices = (2 * LANES, LANES) if wide else (LANES,)
+    return TapGroups(2, 0, (2 * LANES, LANES) if wide else (LANES,))
+
+
+def row_tile(choices: tuple[int, ...], width: int) -> tuple[int, int]:
+    """(lanes, vectors) of the register tile for rows of `width` output columns, lanes out
+    of `choices`. A tile of up to `WHOLE_ROW_VECTORS` vectors that divides the row exactly
+    comes first (56 columns: 7 x 8; 112: 7 x 16): each channel's result is then computed
+    inside the tail's loop over channels, instead of stored whole (padded) and read back.
+    Else the lanes padding the row least (7 columns: 8) and up to `VECTORS` vectors."""
     for lanes in choices:
         if width % lanes == 0 and width // lanes <= WHOLE_ROW_VECTORS:
             return lanes, width // lanes
@@ -93,12 +117,21 @@ def pair_tile(target: Target, width: int) -> tuple[int, int]:
     return lanes, max(1, min(VECTORS, -(-width // lanes)))
 
 
+def _tap_intrinsic(group: int, lanes: int, portable: bool) -> Any:
+    from ...te import intrinsics_x86 as x86
+
+    if group == 4:
+        intrinsic = x86.AVX512_VNNI_S8U8 if lanes == 2 * LANES else x86.AVX_VNNI_S8U8
+    else:
+        intrinsic = x86.AVX512BW_I16 if lanes == 2 * LANES else x86.AVX2_I16
+    return x86.PORTABLE[intrinsic.name] if portable else intrinsic
+
+
 def schedule_depthwise_int8(
     s: Schedule, outputs: list[Tensor], anchor: Tensor, target: Target, portable: bool = False
 ) -> bool:
     """The nest of the module docstring; False (nothing changed) for another form or a
     target without AVX2. `portable` uses the intrinsic's plain-LLVM twin."""
-    from ...te import intrinsics_x86 as x86
     from .conv2d import analyze_conv
     from .int8 import _conv_loads, _int_product, schedule_padded_tail
 
@@ -109,8 +142,10 @@ def schedule_depthwise_int8(
         return False
     n_, ch, oh_, ow_ = c.out_shape
     kh, kw = _depthwise_form(c)[3:]  # type: ignore[index]
-    lanes, vb = pair_tile(target, ow_)
-    host, parts = install(s, outputs, anchor, "int8.depthwise_pairs", vb=vb, lanes=lanes)
+    groups = tap_groups(target, c.raw.dtype, c.weight.dtype)
+    lanes, vb = row_tile(groups.lane_choices, ow_)
+    host, parts = install(s, outputs, anchor, "int8.depthwise_pairs", vb=vb, lanes=lanes,
+                          group=groups.group, shift=groups.shift)  # fmt: skip
     pairs, acc, res = parts["pairs"], parts["acc"], parts["res"]
     parallel = target.num_threads > 1 and n_ * ch * oh_ * ow_ * kh * kw >= PARALLEL_MIN_WORK
     rs = s[res]
@@ -145,19 +180,23 @@ def schedule_depthwise_int8(
     rkh, rt, rg = ast.op.reduce_axis
     ast.reorder(rkh, rt, *outer, awv, awl, rg)
     ast.unroll(awv)
-    intrinsic = x86.AVX512BW_I16 if lanes == 2 * LANES else x86.AVX2_I16
-    if portable:
-        intrinsic = x86.PORTABLE[intrinsic.name]
-    ast.tensorize(awl, intrinsic)
+    ast.tensorize(awl, _tap_intrinsic(groups.group, lanes, portable))
     s[parts["wpair"]].compute_root()
+    if "wsum" in parts:
+        s[parts["wsum"]].compute_root()
     return True
 
 
 @register_rewrite("int8.depthwise_pairs")
-def depthwise_pairs_rewrite(op: Any, vb: int, lanes: int = LANES) -> dict[str, Tensor]:
-    """The int8 depthwise anchor `op` over tap pairs (module docstring), tiles of `vb`
-    column vectors of `lanes` lanes (`"pairs"`, `"wpair"`, `"acc"`, `"res"`)."""
+def depthwise_pairs_rewrite(
+    op: Any, vb: int, lanes: int = LANES, group: int = 2, shift: int = 0
+) -> dict[str, Tensor]:
+    """The int8 depthwise anchor `op` over groups of `group` taps (module docstring: 2,
+    int16 pairs; 4, byte quads of the data shifted by `shift` into uint8, the weight sum
+    times `shift` subtracted after), tiles of `vb` column vectors of `lanes` lanes
+    (`"pairs"`, `"wpair"`, `"acc"`, `"res"`, and `"wsum"` when shifted)."""
     from .conv2d import analyze_conv
+    from .int8 import _conv_weight_sum
 
     c = require(analyze_conv(op), "int8.depthwise_pairs", op)
     form = require(_depthwise_form(c), "int8.depthwise_pairs", op)
@@ -167,8 +206,9 @@ def depthwise_pairs_rewrite(op: Any, vb: int, lanes: int = LANES) -> dict[str, T
     sh, sw = c.strides
     dh = c.dilation[0]
     pt, pl = c.pads[0][0], c.pads[1][0]
-    taps = -(-kw // 2)
-    step = 2 // sw
+    data_dtype, weight_dtype = ("int16", "int16") if group == 2 else ("uint8", "int8")
+    taps = -(-kw // group)
+    step = group // sw
     owp = -(-ow_ // (vb * lanes)) * (vb * lanes)
     rows = (oh_ - 1) * sh + (kh - 1) * dh + 1
     cols = owp + (taps - 1) * step
@@ -176,18 +216,22 @@ def depthwise_pairs_rewrite(op: Any, vb: int, lanes: int = LANES) -> dict[str, T
     def pairs_body(n: Var, ch: Var, r: Var, q: Var, g: Var) -> PrimExpr:
         hh, ww = r - pt, q * sw + g - pl
         inside = all_of(hh >= 0, hh < h, ww >= 0, ww < w)
-        return if_then_else(inside, cast("int16", x[n, ch, hh, ww]), const(0, "int16"))
+        value = x[n, ch, hh, ww]
+        if shift:
+            value = cast("int32", value) + shift
+        return if_then_else(inside, cast(data_dtype, value), const(shift, data_dtype))
 
-    pairs = compute((n_, channels, rows, cols, 2), pairs_body, name=f"{x.name}_pairs",
+    pairs = compute((n_, channels, rows, cols, group), pairs_body, name=f"{x.name}_pairs",
                     tag="pad")  # fmt: skip
 
     def wpair_body(ch: Var, k: Var, t: Var, g: Var) -> PrimExpr:
-        tap = t * 2 + g
-        value = cast("int16", wt[ch, 0, k, tap])
-        return if_then_else(tap < kw, value, const(0, "int16"))
+        tap = t * group + g
+        value = cast(weight_dtype, wt[ch, 0, k, tap])
+        return if_then_else(tap < kw, value, const(0, weight_dtype))
 
-    wpair = compute((channels, kh, taps, 2), wpair_body, name=f"{wt.name}_pairs", tag="pack")
-    rkh, rt, rg = reduce_axis(kh, "kh"), reduce_axis(taps, "t"), reduce_axis(2, "g")
+    wpair = compute((channels, kh, taps, group), wpair_body, name=f"{wt.name}_pairs",
+                    tag="pack")  # fmt: skip
+    rkh, rt, rg = reduce_axis(kh, "kh"), reduce_axis(taps, "t"), reduce_axis(group, "g")
 
     def acc_body(n: Var, ch: Var, oh: Var, ow: Var) -> PrimExpr:
         a = cast("int32", wpair[ch, rkh.var, rt.var, rg.var])
@@ -198,7 +242,11 @@ def depthwise_pairs_rewrite(op: Any, vb: int, lanes: int = LANES) -> dict[str, T
     acc = compute(shape, acc_body, name=f"{c.op.name}_int8", tag=c.op.tag, attrs=c.op.attrs)
     res = compute(shape, lambda *i: acc[i], name=f"{c.op.name}_res")
     parts = {"pairs": pairs, "wpair": wpair, "acc": acc, "res": res}
-    return {"view": anchor_view(op, lambda *i: res[i]), **parts}
+    if not shift:
+        return {"view": anchor_view(op, lambda *i: res[i]), **parts}
+    wsum = _conv_weight_sum(wt, shift)
+    view = anchor_view(op, lambda n, ch, oh, ow: res[n, ch, oh, ow] - wsum[ch])
+    return {"view": view, **parts, "wsum": wsum}
 
 
-__all__ = ["depthwise_pairs_rewrite", "schedule_depthwise_int8"]
+__all__ = ["TapGroups", "depthwise_pairs_rewrite", "schedule_depthwise_int8", "tap_groups"]

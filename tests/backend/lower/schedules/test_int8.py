@@ -209,11 +209,15 @@ def _conv():
     [("+avx512f,+avx512bw,+avx512vl,+avx512vnni", "zmm"), ("+avx2,+avxvnni,-avx512f", "ymm")],
     ids=["avx512-vnni", "avx-vnni"],
 )
-@pytest.mark.parametrize("kind", ["dense", "conv2d"])
+@pytest.mark.parametrize("kind", ["dense", "conv2d", "depthwise"])
 def test_vnni_plans_compile_to_vpdpbusd(mattr, register, kind):
     cpu = "icelake-server" if "avx512f," in mattr else "alderlake"
     target = Target.parse(f"llvm -mcpu={cpu} -mattr={mattr}", num_threads=1)
-    fn, make = (schedule_dense_int8, _dense) if kind == "dense" else (schedule_conv2d_int8, _conv)
+    fn, make = {
+        "dense": (schedule_dense_int8, _dense),
+        "conv2d": (schedule_conv2d_int8, _conv),
+        "depthwise": (schedule_conv2d_int8, _depthwise),
+    }[kind]
     asm = _assembly(target, fn, make)
     lines = [ln for ln in asm.splitlines() if "vpdpbusd" in ln]
     assert lines and all(register in ln for ln in lines)
@@ -278,12 +282,13 @@ def @main(%x: Tensor[({b}, {c}, {h}, {w}), {dt}], %k: Tensor[({o}, 1, {kk}, {kk}
         "whole-row-tiles",
     ],
 )
-@pytest.mark.parametrize("plan", ["host", "avx2", "avx512bw"])
+@pytest.mark.parametrize("plan", ["host", "avx2", "avx512bw", "avx512_vnni", "avx_vnni"])
 def test_depthwise_with_requantize_tail_is_exact(shape, plan):
     """MobileNet's depthwise conv + requantize (bias, relu6 in int32, rounding shift,
     clip, cast) in one native kernel, exact at -128/127/255 on sizes no vector divides;
-    multiplier 1 runs on tap pairs (`vpmaddwd` on 8 or 16 lanes, or the portable body of
-    a forced plan), multiplier 2 on the widened depthwise schedule."""
+    multiplier 1 runs on tap pairs (`vpmaddwd` on 8 or 16 lanes) or, with VNNI, on byte
+    quads (`vpdpbusd`), or on the portable body of a forced plan; multiplier 2 on the
+    widened depthwise schedule."""
     b, c, h, w, mult, kk, s, p, dt = shape
     rng = np.random.default_rng(5)
     x = extremes(rng, (b, c, h, w), dt)
@@ -295,11 +300,12 @@ def test_depthwise_with_requantize_tail_is_exact(shape, plan):
         model = build_and_compare(text, {"x": x}, {"k": k, "bias": bias}, "host")
     assert len(model.kernels) == 1 and model.stats.fallback_kernels == 0
     code = model.library.llvm_ir_unoptimized
-    pairs = re.compile(r"pmadd\.?w\.?d")
-    if mult > 1:
+    pairs = re.compile(r"pmadd\.?w\.?d|vpdpbusd")
+    if mult > 1 or plan != "host":
         assert not pairs.search(code)
     else:
-        assert bool(pairs.search(code)) == (plan == "host")
+        host_vnni = choose_plan(Target.host(), dt, "int8").kind.endswith("vnni")
+        assert ("vpdpbusd" if host_vnni else "pmadd") in code
 
 
 def test_depthwise_saturates_both_ways():
