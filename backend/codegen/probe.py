@@ -39,9 +39,12 @@ CHAINS = 12
 """Independent FMA accumulator chains per task (two FMA units of latency 4-6 need 8-12)."""
 SUM_ACCUMULATORS = 8
 """Vector accumulators of the sum kernel (one iteration reads `8 * lanes` floats)."""
-RUN_SECONDS = 0.02
-"""How long one timed run of the FMA kernel lasts."""
-REPEATS = 5
+RUN_SECONDS = 0.005
+"""How long one timed run of the FMA kernel lasts: short, so that on a machine whose CPU time
+is throttled in periods (a VM that stalls one of its cores for tens of milliseconds) some
+runs fall between the stalls (20 ms runs on 2 threads of such a Zen 4 VM all read half the
+peak, while numpy's 1 ms matmuls still reached 87% of it)."""
+REPEATS = 15
 """Timed runs per measurement; the fastest counts (the others were disturbed)."""
 BANDWIDTH_BYTES = 64 * 1024 * 1024
 """The smallest buffer the bandwidth probe reads; it reads at least 4 times the last-level
