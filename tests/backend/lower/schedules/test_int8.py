@@ -204,6 +204,22 @@ def _conv():
     return [x, k], out
 
 
+def _depthwise():
+    x, k = placeholder((1, 8, 14, 14), "int8", "x"), placeholder((8, 1, 3, 3), "int8", "k")
+    out, _ = apply_compute(
+        "nn.conv2d", [x, k], padding=[1, 1, 1, 1], groups=8, channels=8, out_dtype="int32"
+    )
+    return [x, k], out
+
+
+KERNELS = {
+    "dense": (schedule_dense_int8, _dense),
+    "conv2d": (schedule_conv2d_int8, _conv),
+    "depthwise": (schedule_conv2d_int8, _depthwise),
+}
+"""Each kernel kind's schedule and the placeholders and compute it schedules."""
+
+
 @pytest.mark.parametrize(
     "mattr,register",
     [("+avx512f,+avx512bw,+avx512vl,+avx512vnni", "zmm"), ("+avx2,+avxvnni,-avx512f", "ymm")],
@@ -213,23 +229,11 @@ def _conv():
 def test_vnni_plans_compile_to_vpdpbusd(mattr, register, kind):
     cpu = "icelake-server" if "avx512f," in mattr else "alderlake"
     target = Target.parse(f"llvm -mcpu={cpu} -mattr={mattr}", num_threads=1)
-    fn, make = {
-        "dense": (schedule_dense_int8, _dense),
-        "conv2d": (schedule_conv2d_int8, _conv),
-        "depthwise": (schedule_conv2d_int8, _depthwise),
-    }[kind]
+    fn, make = KERNELS[kind]
     asm = _assembly(target, fn, make)
     lines = [ln for ln in asm.splitlines() if "vpdpbusd" in ln]
     assert lines and all(register in ln for ln in lines)
     assert "vpmaddwd" not in asm
-
-
-def _depthwise():
-    x, k = placeholder((1, 8, 14, 14), "int8", "x"), placeholder((8, 1, 3, 3), "int8", "k")
-    out, _ = apply_compute(
-        "nn.conv2d", [x, k], padding=[1, 1, 1, 1], groups=8, channels=8, out_dtype="int32"
-    )
-    return [x, k], out
 
 
 @pytest.mark.parametrize("kind", ["dense", "conv2d", "depthwise"])
@@ -238,11 +242,7 @@ def test_avx512bw_plan_compiles_to_vpmaddwd_on_zmm(kind):
     depthwise conv's 14-column rows take one 16-lane vector instead of two of 8."""
     target = Target.parse("llvm -mcpu=skylake-avx512 -mattr=-avx512vnni", num_threads=1)
     assert choose_plan(target, "int8", "int8").kind == "avx512bw"
-    fn, make = {
-        "dense": (schedule_dense_int8, _dense),
-        "conv2d": (schedule_conv2d_int8, _conv),
-        "depthwise": (schedule_conv2d_int8, _depthwise),
-    }[kind]
+    fn, make = KERNELS[kind]
     asm = _assembly(target, fn, make)
     lines = [ln for ln in asm.splitlines() if "vpmaddwd" in ln]
     assert lines and all("zmm" in ln for ln in lines)
