@@ -43,7 +43,8 @@ by LLVM), the weight packed at build time, then one of two forms:
   in the lanes, stored channel-blocked `res[N, OC/L, OH, OW, L]`; the tail reads it back in
   NCHW with the `L` channels of a block inside each output row (`_schedule_tail`).
 
-Depthwise convs (`groups` = channels) run on tap pairs (`int8_depthwise.py`).
+Depthwise convs (`groups` = channels) run on groups of taps: pairs for `vpmaddwd`, quads
+for VNNI (`int8_depthwise.py`).
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ PAIR_KINDS = ("avx2", "avx512bw")
 """The plans on int16 pairs (`vpmaddwd`): any 8-bit weight dtype, no data shift."""
 
 DEPTHWISE_PAIRS = True
-"""Whether int8 depthwise convs get the tap-pair `vpmaddwd` nest (`int8_depthwise`); else
-the depthwise schedule widens each tap to int32 (for comparisons)."""
+"""Whether int8 depthwise convs get the tap-group nest (`int8_depthwise`: `vpmaddwd` pairs or
+VNNI quads); else the depthwise schedule widens each tap to int32 (for comparisons)."""
 
 
 @contextlib.contextmanager
