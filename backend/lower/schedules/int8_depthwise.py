@@ -80,14 +80,17 @@ class TapGroups:
 
 def tap_groups(target: Target, data_dtype: str, weight_dtype: str) -> TapGroups:
     """Quads when the int8 plan of `target` (`int8.choose_plan`, `force_plan` included) is
-    VNNI (int8 weights), 16 lanes with AVX-512 VNNI and 8 with VNNI on ymm; else pairs, 16
+    VNNI (int8 weights), 16 lanes with AVX-512 VNNI and 8 with VNNI on ymm (AVX-VNNI, or
+    AVX-512 VNNI with AVX-512VL); else pairs, 16
     lanes on a 512-bit AVX-512BW target (or under `force_plan("avx512bw")`), else 8."""
     from .int8 import _FORCED, choose_plan
 
     plan = choose_plan(target, data_dtype, weight_dtype)
     if plan is not None and plan.kind in ("avx512_vnni", "avx_vnni"):
-        lanes = (2 * LANES, LANES) if plan.kind == "avx512_vnni" else (LANES,)
-        return TapGroups(4, plan.shift, lanes)
+        if plan.kind == "avx_vnni":
+            return TapGroups(4, plan.shift, (LANES,))
+        ymm = bool(_FORCED) or target.has_feature("avx512vl") or target.has_feature("avxvnni")
+        return TapGroups(4, plan.shift, (2 * LANES, LANES) if ymm else (2 * LANES,))
     if _FORCED:
         wide = _FORCED[-1][0] == "avx512bw"
     else:

@@ -410,3 +410,20 @@ def test_1x1_conv_computes_each_channel_block_inside_its_tail():
     lines = _kernel_tir(conv, {"k": k, "bias": bias})
     assert any(re.fullmatch(r"allocate conv2d_res: int32\[\d+\] local", ln) for ln in lines)
     assert not any(re.fullmatch(r"allocate conv2d_res: .* global", ln) for ln in lines)
+
+
+def test_depthwise_tap_groups_follow_the_target_features():
+    """Quads (VNNI) on 16 lanes, and on 8 only where VNNI works on ymm; pairs otherwise
+    (uint8 weights, or no VNNI), 16 lanes with AVX-512BW."""
+    from relay.backend.lower.schedules.int8_depthwise import TapGroups, tap_groups
+
+    vnni = Target.parse("llvm -mattr=+avx512f,+avx512bw,+avx512vl,+avx512vnni")
+    no_vl = Target.parse("llvm -mattr=+avx512f,+avx512bw,+avx512vnni,-avx512vl,-avxvnni")
+    bw = Target.parse("llvm -mattr=+avx512f,+avx512bw,-avx512vnni,-avxvnni")
+    avx2 = Target.parse("llvm -mattr=+avx2,-avx512f,-avxvnni")
+    assert tap_groups(vnni, "int8", "int8") == TapGroups(4, 128, (16, 8))
+    assert tap_groups(vnni, "uint8", "int8") == TapGroups(4, 0, (16, 8))
+    assert tap_groups(no_vl, "int8", "int8") == TapGroups(4, 128, (16,))
+    assert tap_groups(vnni, "int8", "uint8") == TapGroups(2, 0, (16, 8))
+    assert tap_groups(bw, "int8", "int8") == TapGroups(2, 0, (16, 8))
+    assert tap_groups(avx2, "int8", "int8") == TapGroups(2, 0, (8,))
