@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -31,8 +30,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import relay
+from bench_vs_ort import alternate_samples
 
 MODELS = "resnet18,mobilenet_v2,transformer_layer"
+SETTLE = 0.02
+"""Seconds of untimed calls before each timed block."""
 
 
 def _artifact(directory: Path, tag: str, name: str, int8: bool) -> Path:
@@ -60,22 +62,16 @@ def build(directory: Path, tag: str, names: list[str], int8: bool, threads: int)
 
 def time_versions(directory: Path, tags: list[str], names: list[str], int8: bool,
                   repeat: int) -> None:  # fmt: skip
-    """Median seconds of each tag's artifact of each model, in alternating blocks of 5 calls
-    after 3 untimed ones."""
+    """Median seconds of each tag's artifact of each model, `repeat` alternating blocks of
+    5 calls each (`bench_vs_ort.alternate_samples`, with `SETTLE` seconds of untimed calls
+    before each block)."""
     for name in names:
         data = np.load(directory / f"input_{name}.npy")
         models = {t: relay.load(str(_artifact(directory, t, name, int8))) for t in tags}
         outputs = [np.asarray(m.run(data=data)) for m in models.values()]
         diff = max(float(np.max(np.abs(outputs[0].astype(np.float64) - o))) for o in outputs)
-        samples: dict[str, list[float]] = {t: [] for t in tags}
-        for _ in range(repeat):
-            for tag, model in models.items():
-                for _ in range(3):
-                    model.run(data=data)
-                for _ in range(5):
-                    start = time.perf_counter()
-                    model.run(data=data)
-                    samples[tag].append(time.perf_counter() - start)
+        runs = {t: (lambda m=m, x=data: m.run(data=x)) for t, m in models.items()}
+        samples = alternate_samples(runs, 5 * repeat, settle_s=SETTLE)
         medians = "  ".join(f"{t} {statistics.median(v) * 1e3:8.3f} ms" for t, v in samples.items())
         same = "identical outputs" if diff == 0 else f"max |diff| {diff:.3g}"
         print(f"{name}{' int8' if int8 else ''}: {medians}  ({same})")

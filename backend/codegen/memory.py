@@ -159,11 +159,9 @@ def load(em: KernelEmitter, e: tx.BufferLoad) -> Step:
             )
             v = b.call(fn, [ptr, ir.Constant(I32, align), mask, ir.Constant(vty, None)])
         return _from_memory(em, buf, v)
-    stride = _const_value(index.stride) if isinstance(index, tx.Ramp) else None
-    if mask is None and stride is not None and stride > 1:
-        span_bytes = ((n - 1) * stride + 1) * elem_bytes(buf.dtype)
-        if span_bytes <= STRIDED_SPAN_BYTES:
-            assert isinstance(index, tx.Ramp)
+    if mask is None and isinstance(index, tx.Ramp):
+        stride = _const_value(index.stride) or 0
+        if stride > 1 and ((n - 1) * stride + 1) * elem_bytes(buf.dtype) <= STRIDED_SPAN_BYTES:
             return (yield from _strided_load(em, buf, index, stride, mty))
     idx = yield em.expr(index)
     ptrs = _gep(em, buf, idx)

@@ -663,7 +663,6 @@ def _schedule_conv2d_columns(
     KH, KW = (int(getattr(e, "value", 0)) for e in c.weight.shape[2:])
     IC = int(getattr(c.raw.shape[1], "value", 0))
     parallel = target.num_threads > 1 and B * OC * OH * OW * KH * KW * IC >= PARALLEL_MIN_WORK
-    rs = s[res]
     blocks, threads = B * OC // ocb, target.num_threads
     in_tail = (
         flat
@@ -673,6 +672,9 @@ def _schedule_conv2d_columns(
         and list(extents(host.op)) == list(c.out_shape)
         and (not parallel or blocks % threads == 0 or blocks >= 4 * threads)
     )
+    rs = s[res]
+    rb, roc, roh, row = rs.op.axis
+    at, owi = rs.split(row, factor=vb * L)
     if in_tail:
         # the result of each block of `ocb` channels is computed inside the tail's loop
         # over the blocks and read back from cache (a block's planes: 8 x 112 x 112 int32
@@ -680,29 +682,20 @@ def _schedule_conv2d_columns(
         # only when they share out evenly (3 blocks on 2 threads ran 1.4x slower than
         # the result at root; 18 ran 1.35x faster)
         st = s[host]
-        hb, hoc, hoh, how = st.op.axis
-        plane = st.fuse(hoh, how)
+        hb, hoc = _vectorized_planes(st, target)
         hoco, _ = st.split(hoc, factor=ocb)
-        _, lanes = st.split(plane, factor=target.lanes("int32"))
-        st.vectorize(lanes)
-        blocks = st.fuse(hb, hoco)
+        block_loop = st.fuse(hb, hoco)
         if parallel:
-            st.parallel(blocks)
-        rs.compute_at(st, blocks)
-        rb, roc, roh, row = rs.op.axis
-        at, owi = rs.split(row, factor=vb * L)
+            st.parallel(block_loop)
+        rs.compute_at(st, block_loop)
         rs.reorder(rb, roh, at, roc, owi)
-        _, owl = rs.split(owi, factor=L)
-        rs.vectorize(owl)
     else:
-        rb, roc, roh, row = rs.op.axis
         oco, oci = rs.split(roc, factor=ocb)
-        at, owi = rs.split(row, factor=vb * L)
         rs.reorder(rb, oco, roh, at, oci, owi)
-        _, owl = rs.split(owi, factor=L)
-        rs.vectorize(owl)
         if parallel:
             rs.parallel(rs.fuse(rb, oco, roh))
+    _, owl = rs.split(owi, factor=L)
+    rs.vectorize(owl)
     ast = s[acc]
     ast.compute_at(rs, at)
     _, aoc, _, aow = ast.op.axis
@@ -722,19 +715,25 @@ def _schedule_conv2d_columns(
             schedule_padded_tail(s, host, target)
 
 
+def _vectorized_planes(st: Any, target: Target) -> tuple[Any, Any]:
+    """Stage `st` (NCHW) with each channel's plane as one loop (its rows fused: a flat-plane
+    conv's result is read at `oh * w + ow`, one contiguous run per channel), vectorized by
+    int32 vectors; returns the batch and channel loops."""
+    b, oc, oh, ow = st.op.axis
+    _, lanes = st.split(st.fuse(oh, ow), factor=target.lanes("int32"))
+    st.vectorize(lanes)
+    return b, oc
+
+
 def _schedule_plane_tail(s: Schedule, host: Tensor, target: Target) -> None:
     """The tail of a flat-plane conv (`flat_plane`; `host` NCHW at root): each channel's
-    plane as one vectorized loop (its rows fused: the padded result is read at
-    `oh * w + ow`, one contiguous run per channel), parallel over the channels."""
+    plane as one vectorized loop (`_vectorized_planes`), parallel over the channels."""
     from ..parallel_plan import ELEMENT_WEIGHT
     from . import parallel_rows
 
     sizes = extents(host.op)
     st = s[host]
-    b, oc, oh, ow = st.op.axis
-    plane = st.fuse(oh, ow)
-    _, lanes = st.split(plane, factor=target.lanes("int32"))
-    st.vectorize(lanes)
+    b, oc = _vectorized_planes(st, target)
     work = math.prod(sizes) * ELEMENT_WEIGHT
     if parallel_rows(st, [b, oc], sizes[:2], None, 1, work, target, PARALLEL_MIN_ELEMENTS) is None:
         st.fuse(b, oc)
@@ -787,7 +786,7 @@ def conv2d_columns_rewrite(
     B, IC, H, W = (int(getattr(e, "value", 0)) for e in x.shape)
     OC, _, KH, KW = (int(getattr(e, "value", 0)) for e in wt.shape)
     _, _, OH, OW = c.out_shape
-    (sh, _), (dh, dw) = c.strides, c.dilation
+    (sh, sw), (dh, dw) = c.strides, c.dilation
     pt, pl = c.pads[0][0], c.pads[1][0]
     L, G = plan.lanes, plan.group
     rows, cols = (1, OH * OW) if flat else (OH, OW)
@@ -801,7 +800,7 @@ def conv2d_columns_rewrite(
         ic = ico * G + g
         if flat:
             inside = all_of(w_ < OH * OW, ic < IC)
-            value = x[b, ic, w_ // OW * sh, w_ % OW * c.strides[1]]
+            value = x[b, ic, w_ // OW * sh, w_ % OW * sw]
         else:
             hh, ww = h - pt, w_ - pl
             inside = all_of(hh >= 0, hh < H, ww >= 0, ww < W, ic < IC)

@@ -81,8 +81,8 @@ class TapGroups:
 def tap_groups(target: Target, data_dtype: str, weight_dtype: str) -> TapGroups:
     """Quads when the int8 plan of `target` (`int8.choose_plan`, `force_plan` included) is
     VNNI (int8 weights), 16 lanes with AVX-512 VNNI and 8 with VNNI on ymm (AVX-VNNI, or
-    AVX-512 VNNI with AVX-512VL); else pairs, 16
-    lanes on a 512-bit AVX-512BW target (or under `force_plan("avx512bw")`), else 8."""
+    AVX-512 VNNI with AVX-512VL); else pairs, 16 lanes on a 512-bit AVX-512BW target (or
+    under `force_plan("avx512bw")`), else 8."""
     from .int8 import _FORCED, choose_plan
 
     plan = choose_plan(target, data_dtype, weight_dtype)
@@ -120,14 +120,16 @@ def row_tile(choices: tuple[int, ...], width: int) -> tuple[int, int]:
     return lanes, max(1, min(VECTORS, -(-width // lanes)))
 
 
-def _tap_intrinsic(group: int, lanes: int, portable: bool) -> Any:
-    from ...te import intrinsics_x86 as x86
+_PLAN_KINDS = {(4, 16): "avx512_vnni", (4, 8): "avx_vnni", (2, 16): "avx512bw", (2, 8): "avx2"}
+"""The int8 plan whose instruction multiplies `(group, lanes)` taps and lanes."""
 
-    if group == 4:
-        intrinsic = x86.AVX512_VNNI_S8U8 if lanes == 2 * LANES else x86.AVX_VNNI_S8U8
-    else:
-        intrinsic = x86.AVX512BW_I16 if lanes == 2 * LANES else x86.AVX2_I16
-    return x86.PORTABLE[intrinsic.name] if portable else intrinsic
+
+def _tap_intrinsic(group: int, lanes: int, portable: bool) -> Any:
+    """The intrinsic of `group` taps on `lanes` lanes, the weight broadcast and the data in
+    the lanes (`int8._lanes_intrinsic` of that plan)."""
+    from .int8 import _lanes_intrinsic, _plan
+
+    return _lanes_intrinsic(_plan(_PLAN_KINDS[group, lanes], "int8", portable))
 
 
 def schedule_depthwise_int8(
