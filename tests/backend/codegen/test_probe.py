@@ -105,6 +105,15 @@ def numpy_matmul_gflops(threads):
     return float(done.stdout)
 
 
+def peak_in_a_fresh_process(threads):
+    """`probe.measure_fp32_peak(threads)` in a new process, as numpy's matmul is measured:
+    in a test process that ran other files first, the 2-thread probe read exactly the
+    1-thread peak 8 times in a row (3 of 8 full runs; cause not found: see the notes)."""
+    code = f"from relay.backend.codegen import probe; print(probe.measure_fp32_peak({threads}))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(done.stdout)
+
+
 def holds_once(attempts, check):
     """Whether `check()` (a verdict and what it measured) holds in one of `attempts` tries:
     the cores are shared with other processes, so one measurement can be disturbed."""
@@ -128,7 +137,7 @@ def test_peak_is_at_least_what_numpy_matmul_reaches(threads):
         # the best peak so far: under `-n auto` the other test process may hold a core for
         # seconds, and 2 threads of the probe then share one (half the peak)
         nonlocal best_peak
-        blas, peak = numpy_matmul_gflops(threads), probe.measure_fp32_peak(threads)
+        blas, peak = numpy_matmul_gflops(threads), peak_in_a_fresh_process(threads)
         assert peak < absurd, (peak, absurd)
         best_peak = max(best_peak, peak)
         if best_peak < 0.8 * blas:
